@@ -1,0 +1,155 @@
+// The checkpoint store through the addon's public API: every verb, every error code,
+// unchanged bytes on bad files, marks seen by a new process, two processes at once.
+import assert from 'node:assert/strict'
+import { execFileSync, spawn } from 'node:child_process'
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { describe, it } from 'node:test'
+
+const require = createRequire(import.meta.url)
+const addonPath = path.resolve(import.meta.dirname, '..')
+const fold = require(addonPath)
+
+const tempStore = () => path.join(mkdtempSync(path.join(tmpdir(), 'dsh-fold-store-')), 'storages', 'checkpoint.json')
+const rejectsWith = (promise, code) => assert.rejects(promise, (e) => { assert.equal(e.code, code, e.message); assert.ok(fold.isFoldError(e)); return true })
+
+describe('mark / latestMark / hasActive / completeFold / listMarks', () => {
+  it('records marks with monotonic ids and reports them', async () => {
+    const store = tempStore()
+    assert.deepEqual(await fold.mark(store, 's1', 3, 'read the parser'), { id: 1, logLength: 3 })
+    assert.deepEqual(await fold.mark(store, 's2', 7), { id: 2, logLength: 7 })
+    const latest = await fold.latestMark(store, 's1')
+    assert.equal(latest.id, 1)
+    assert.equal(latest.sessionId, 's1')
+    assert.equal(latest.objective, 'read the parser')
+    assert.equal(latest.foldedAt, null)
+    assert.ok(Math.abs(latest.createdAt - Date.now()) < 60_000)
+    assert.equal(await fold.latestMark(store, 'nobody'), null)
+    assert.equal(await fold.hasActive(store, 's1'), true)
+    assert.equal(fold.hasActiveSync(store, 's1'), true)
+    assert.equal(await fold.hasActive(store, 'nobody'), false)
+    assert.deepEqual((await fold.listMarks(store)).map((m) => m.id), [2, 1])
+    assert.deepEqual((await fold.listMarks(store, 's2')).map((m) => m.id), [2])
+  })
+
+  it('completeFold stamps only the latest active mark', async () => {
+    const store = tempStore()
+    const first = await fold.mark(store, 's', 1)
+    const second = await fold.mark(store, 's', 2)
+    assert.equal(await fold.completeFold(store, 's', first.id), false)
+    assert.equal(await fold.completeFold(store, 's', 99), false)
+    assert.equal(await fold.completeFold(store, 'other', second.id), false)
+    assert.equal(await fold.completeFold(store, 's', second.id), true)
+    assert.equal(await fold.completeFold(store, 's', second.id), false)
+    assert.equal(await fold.hasActive(store, 's'), false)
+    assert.equal(typeof (await fold.latestMark(store, 's')).foldedAt, 'number')
+  })
+
+  it('writes the DSH storage-json layout, private, durable for a new process', async () => {
+    const store = tempStore()
+    await fold.mark(store, 's', 5, 'x')
+    const doc = JSON.parse(readFileSync(store, 'utf8'))
+    assert.deepEqual(doc.unit, { name: 'checkpoint', version: 1 })
+    assert.equal(doc.global.nextId, 2)
+    assert.equal(doc.tables.marks['1'].logLength, 5)
+    assert.equal(statSync(store).mode & 0o777, 0o600)
+    assert.equal(statSync(path.dirname(store)).mode & 0o777, 0o700)
+    const seen = execFileSync(process.execPath, ['-e', `require(${JSON.stringify(addonPath)}).latestMark(${JSON.stringify(store)}, 's').then(m => process.stdout.write(JSON.stringify(m)))`])
+    assert.equal(JSON.parse(String(seen)).logLength, 5)
+  })
+
+  it('prunes with the limits given in a StoreOptions', async () => {
+    const store = { path: tempStore(), maxMarksPerSession: 2 }
+    for (let n = 0; n < 5; n++) await fold.mark(store, 's', n)
+    assert.deepEqual((await fold.listMarks(store.path, 's')).map((m) => m.id), [5, 4])
+    assert.equal((await fold.mark(store, 's', 9)).id, 6)
+    await rejectsWith(fold.mark({ path: store.path, maxMarksPerSession: 0 }, 's', 1), 'INVALID_ARGUMENT')
+    await rejectsWith(fold.mark({ path: store.path, maxAgeDays: -1 }, 's', 1), 'INVALID_ARGUMENT')
+  })
+})
+
+describe('bad input', () => {
+  const store = tempStore()
+  const cases = [
+    ['non-integer logLength', () => fold.mark(store, 's', 1.5)],
+    ['negative logLength', () => fold.mark(store, 's', -1)],
+    ['NaN logLength', () => fold.mark(store, 's', NaN)],
+    ['string logLength', () => fold.mark(store, 's', '3')],
+    ['empty session id', () => fold.mark(store, '', 1)],
+    ['non-string session id', () => fold.mark(store, 42, 1)],
+    ['objective over 4 KiB', () => fold.mark(store, 's', 1, 'x'.repeat(4097))],
+    ['1 MB objective', () => fold.mark(store, 's', 1, 'x'.repeat(1 << 20))],
+    ['non-string objective', () => fold.mark(store, 's', 1, {})],
+    ['store of the wrong type', () => fold.mark(12, 's', 1)],
+    ['empty store path', () => fold.mark('', 's', 1)],
+    ['bad markId', () => fold.completeFold(store, 's', -3)],
+    ['bad session of latestMark', () => fold.latestMark(store, null)],
+    ['bad session of listMarks', () => fold.listMarks(store, 7)],
+  ]
+  for (const [name, call] of cases) {
+    it(`${name} → INVALID_ARGUMENT, nothing written`, async () => {
+      await rejectsWith(call(), 'INVALID_ARGUMENT')
+      assert.throws(() => statSync(store), { code: 'ENOENT' })
+    })
+  }
+  it('hasActiveSync throws the same coded error', () => {
+    assert.throws(() => fold.hasActiveSync(store, ''), (e) => e.code === 'INVALID_ARGUMENT')
+  })
+})
+
+describe('bad files are named, classified and left byte-for-byte unchanged', () => {
+  const files = [
+    ['truncated JSON', '{"unit":{"name":"checkpoint"', 'STORE_CORRUPT'],
+    ['empty file', '', 'STORE_CORRUPT'],
+    ['not JSON', 'hello', 'STORE_CORRUPT'],
+    ['wrong unit', '{"unit":{"name":"sessions","version":1},"global":{},"tables":{}}', 'STORE_CORRUPT'],
+    ['newer version', '{"unit":{"name":"checkpoint","version":9},"global":{},"tables":{}}', 'STORE_VERSION'],
+    ['bad mark row', '{"unit":{"name":"checkpoint","version":1},"global":{},"tables":{"marks":{"1":{"id":"x"}}}}', 'STORE_CORRUPT'],
+  ]
+  for (const [name, bytes, code] of files) {
+    it(`${name} → ${code}`, async () => {
+      const store = tempStore()
+      mkdirSync(path.dirname(store), { recursive: true })
+      writeFileSync(store, bytes)
+      for (const call of [() => fold.mark(store, 's', 1), () => fold.latestMark(store, 's'), () => fold.listMarks(store)]) {
+        await assert.rejects(call(), (e) => e.code === code && e.message.includes(store))
+      }
+      assert.equal(readFileSync(store, 'utf8'), bytes)
+      // Once the cause is removed, the next good operation works.
+      writeFileSync(store, '{"unit":{"name":"checkpoint","version":1},"global":{"nextId":4},"tables":{}}')
+      assert.equal((await fold.mark(store, 's', 1)).id, 4)
+    })
+  }
+  it('a directory at the path → STORE_IO', async () => {
+    const store = tempStore()
+    mkdirSync(store, { recursive: true })
+    await assert.rejects(fold.mark(store, 's', 1), (e) => e.code === 'STORE_IO' && e.message.includes(store))
+    assert.ok(statSync(store).isDirectory())
+  })
+  it('an unreadable file → STORE_IO (needs a non-root user)', { skip: process.getuid?.() === 0 && 'root reads every file, so the permission case cannot happen' }, async () => {
+    const store = tempStore()
+    mkdirSync(path.dirname(store), { recursive: true })
+    writeFileSync(store, '{}')
+    chmodSync(store, 0)
+    await assert.rejects(fold.mark(store, 's', 1), (e) => e.code === 'STORE_IO')
+  })
+})
+
+describe('two processes', () => {
+  it('marking one store at once lose nothing', async () => {
+    const store = tempStore()
+    const child = (tag) => new Promise((resolve, reject) => {
+      const script = `const f=require(${JSON.stringify(addonPath)});(async()=>{const ids=[];for(let i=0;i<100;i++)ids.push((await f.mark(${JSON.stringify(store)},'${tag}',i)).id);console.log(JSON.stringify(ids))})()`
+      const p = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] })
+      let out = ''
+      p.stdout.on('data', (d) => { out += d })
+      p.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`child exit ${code}`))))
+    })
+    const [a, b] = await Promise.all([child('a'), child('b')])
+    const ids = [...a, ...b].sort((x, y) => x - y)
+    assert.deepEqual(ids, Array.from({ length: 200 }, (_, i) => i + 1))
+    assert.equal((await fold.listMarks(store)).length, 128) // 64 kept per session by default
+  })
+})

@@ -1,0 +1,20 @@
+//! dsh-fold's core: the checkpoint-mark store, the fold's region rules and the fold
+//! transaction. It knows nothing about Node-API or DSH: the binding crate adapts it to JS,
+//! and the DSH plugin adapts a DSH `Session` to the surface snapshot it reads.
+//!
+//! - [`store`]: the durable, cross-process JSON store of marks.
+//! - [`locks`]: per-session fold locks shared by every store and fold of a process.
+//! - [`surface`]: the surface snapshot format (what the host tells us about its surface).
+//! - [`region`]: which surface nodes a fold replaces — the fold's rules, in one file.
+//! - [`fold`]: the rewind transaction, generic over a [`fold::FoldHost`].
+
+#![forbid(unsafe_code)]
+
+pub mod error;
+pub mod fold;
+pub mod locks;
+pub mod region;
+pub mod store;
+pub mod surface;
+
+pub use error::{FoldError, Result};

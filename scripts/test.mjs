@@ -1,0 +1,42 @@
+// @ts-check
+/**
+ * @module scripts/test
+ * `npm test`: everything, in the order a failure is cheapest to read.
+ * 1. format and lint (cargo fmt --check, clippy -D warnings) — own target dir;
+ * 2. the core's cargo tests (unit, property) — own target dir;
+ * 3. the addon, built with `napi build --platform --release` (incremental), then every
+ *    `node --test` suite under __test__/ (addon API, plugin on real DSH packages, reliability,
+ *    CLI, and the end-to-end run of a real DSH host).
+ * Set DSH_FOLD_SKIP_E2E=1 to leave out the end-to-end suite while iterating.
+ */
+import { spawnSync } from 'node:child_process'
+import { readdirSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
+const require = createRequire(import.meta.url)
+
+/** @param {string} cmd @param {string[]} args @param {object} [env] */
+function run(cmd, args, env) {
+  console.log(`\n$ ${cmd} ${args.join(' ')}`)
+  const r = spawnSync(cmd, args, { cwd: root, stdio: 'inherit', env: { ...process.env, ...env } })
+  if (r.status !== 0) {
+    console.error(`\nnpm test: \`${cmd} ${args.join(' ')}\` failed (exit ${r.status ?? r.signal})`)
+    process.exit(1)
+  }
+}
+
+run('cargo', ['fmt', '--all', '--check'])
+run('cargo', ['clippy', '--workspace', '--all-targets', '--target-dir', 'target-lint', '--', '-D', 'warnings'])
+run('cargo', ['test', '-p', 'fold-core', '--target-dir', 'target-core'], { PROPTEST_CASES: process.env.PROPTEST_CASES ?? '2000' })
+run(process.execPath, [require.resolve('@napi-rs/cli/dist/cli.js'), 'build', '--platform', '--release'])
+
+const suites = readdirSync(path.join(root, '__test__'), { recursive: true })
+  .map(String)
+  .filter((f) => f.endsWith('.test.mjs'))
+  .filter((f) => !(process.env.DSH_FOLD_SKIP_E2E && f.startsWith('e2e')))
+  .sort()
+  .map((f) => path.join('__test__', f))
+run(process.execPath, ['--test', '--test-concurrency=1', ...suites])

@@ -1,0 +1,201 @@
+//! Argument conversion and error mapping between JS and the core.
+//!
+//! Arguments arrive as `Unknown` and are checked here, so a wrong type is an
+//! `INVALID_ARGUMENT` error that says which argument, not napi's generic type error.
+//! Errors leave as real JS `Error`s with the core's stable `code`, built on the JS thread.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use fold_core::store::{self, Limits, Store};
+use fold_core::FoldError;
+use napi::bindgen_prelude::*;
+use napi::{Env, ValueType};
+
+pub type CoreResult<T> = std::result::Result<T, FoldError>;
+
+/// The JS error for a core error: `Error` with `name = 'FoldError'`, the stable `code`, and
+/// `cause` when the failure came from a JS value (a callback's throw, an abort reason).
+pub fn js_error<'e>(env: &'e Env, err: &FoldError, cause: Option<Unknown<'e>>) -> napi::Result<Object<'e>> {
+    let mut obj = env.create_error(napi::Error::from_reason(err.to_string()))?;
+    obj.set_named_property("name", "FoldError")?;
+    obj.set_named_property("code", err.code())?;
+    if let Some(cause) = cause {
+        obj.set_named_property("cause", cause)?;
+    }
+    Ok(obj)
+}
+
+/// A napi error that makes napi throw (or reject with) exactly this JS object.
+pub fn throw_value(obj: Object<'_>) -> napi::Error {
+    napi::Error::from(obj.to_unknown())
+}
+
+/// The napi error that throws (or rejects with) the coded JS error for `err`.
+pub fn throw(env: &Env, err: &FoldError) -> napi::Error {
+    reject(env, err, None)
+}
+
+/// As [`throw`], with the JS value that caused it as `cause`.
+pub fn reject(env: &Env, err: &FoldError, cause: Option<Unknown<'_>>) -> napi::Error {
+    match js_error(env, err, cause) {
+        Ok(obj) => throw_value(obj),
+        Err(e) => e,
+    }
+}
+
+/// Runs `fut` on napi's runtime and settles a promise on the JS thread through `settle`.
+pub fn settle<'e, T, V, F, S>(env: &'e Env, fut: F, settle: S) -> napi::Result<PromiseRaw<'e, V>>
+where
+    T: Send + 'static,
+    V: ToNapiValue,
+    F: Future<Output = CoreResult<T>> + Send + 'static,
+    S: 'static + FnOnce(&Env, CoreResult<T>) -> napi::Result<V>,
+{
+    env.spawn_future_with_callback(async move { Ok(fut.await) }, settle)
+}
+
+/// Runs `fut` and resolves through `to_js`, or rejects with the coded error.
+pub fn promise<'e, T, V, F, R>(env: &'e Env, fut: F, to_js: R) -> napi::Result<PromiseRaw<'e, V>>
+where
+    T: Send + 'static,
+    V: ToNapiValue,
+    F: Future<Output = CoreResult<T>> + Send + 'static,
+    R: 'static + FnOnce(&Env, T) -> napi::Result<V>,
+{
+    settle(env, fut, move |env, out| match out {
+        Ok(value) => to_js(env, value),
+        Err(err) => Err(throw(env, &err)),
+    })
+}
+
+/// A promise already rejected with `err` (bad arguments of an async export).
+pub fn rejected<'e, V: ToNapiValue + Send + 'static>(env: &'e Env, err: FoldError) -> napi::Result<PromiseRaw<'e, V>> {
+    promise(env, async move { Err::<V, _>(err) }, |_, v| Ok(v))
+}
+
+/// Reads a JS value as `T`.
+///
+/// `Unknown::cast` is `unsafe` because it does not check the value's type first; every caller
+/// here has checked it (or `T`'s own conversion checks it and fails cleanly).
+pub fn cast<T: FromNapiValue>(v: &Unknown<'_>) -> napi::Result<T> {
+    #[allow(
+        unsafe_code,
+        reason = "see the function docs: the type is checked by the caller or by T"
+    )]
+    unsafe {
+        v.cast::<T>()
+    }
+}
+
+fn type_of(v: &Unknown<'_>) -> napi::Result<ValueType> {
+    v.get_type()
+}
+
+/// A required string argument.
+pub fn string(v: &Unknown<'_>, name: &str) -> napi::Result<CoreResult<String>> {
+    if type_of(v)? != ValueType::String {
+        return Ok(Err(FoldError::invalid(format!(
+            "{name} must be a string, got {}",
+            describe(v)?
+        ))));
+    }
+    Ok(Ok(cast::<String>(&v)?))
+}
+
+/// An optional string argument (`undefined` and `null` are absent).
+pub fn opt_string(v: Option<&Unknown<'_>>, name: &str) -> napi::Result<CoreResult<Option<String>>> {
+    match v {
+        None => Ok(Ok(None)),
+        Some(v) if matches!(type_of(v)?, ValueType::Undefined | ValueType::Null) => Ok(Ok(None)),
+        Some(v) => Ok(string(v, name)?.map(Some)),
+    }
+}
+
+/// A required non-negative integer argument no larger than `max`.
+pub fn integer(v: &Unknown<'_>, name: &str, max: f64) -> napi::Result<CoreResult<u64>> {
+    if type_of(v)? != ValueType::Number {
+        return Ok(Err(FoldError::invalid(format!(
+            "{name} must be a number, got {}",
+            describe(v)?
+        ))));
+    }
+    let n = cast::<f64>(&v)?;
+    if !(n.is_finite() && n.fract() == 0.0 && (0.0..=max).contains(&n)) {
+        return Ok(Err(FoldError::invalid(format!(
+            "{name} must be an integer from 0 to {max}, got {n}"
+        ))));
+    }
+    Ok(Ok(n as u64))
+}
+
+/// A short description of a JS value for error messages (never its whole content).
+pub fn describe(v: &Unknown<'_>) -> napi::Result<String> {
+    Ok(match type_of(v)? {
+        ValueType::Number => format!("the number {}", cast::<f64>(&v)?),
+        ValueType::String => "a string".into(),
+        t => format!("{t}").to_lowercase(),
+    })
+}
+
+/// The `store` argument: a path string, or `{ path, maxMarksPerSession?, maxAgeDays? }`.
+pub fn store(v: &Unknown<'_>) -> napi::Result<CoreResult<Arc<Store>>> {
+    let (path, limits) = match type_of(v)? {
+        ValueType::String => (cast::<String>(&v)?, None),
+        ValueType::Object => {
+            let obj = cast::<Object>(&v)?;
+            let path: Unknown = obj.get_named_property("path")?;
+            let path = match string(&path, "store.path")? {
+                Ok(p) => p,
+                Err(e) => return Ok(Err(e)),
+            };
+            let number = |key: &str| -> napi::Result<CoreResult<Option<f64>>> {
+                let value: Unknown = obj.get_named_property(key)?;
+                Ok(match type_of(&value)? {
+                    ValueType::Undefined | ValueType::Null => Ok(None),
+                    ValueType::Number => Ok(Some(cast::<f64>(&value)?)),
+                    _ => Err(FoldError::invalid(format!(
+                        "store.{key} must be a number, got {}",
+                        describe(&value)?
+                    ))),
+                })
+            };
+            let limits = match (number("maxMarksPerSession")?, number("maxAgeDays")?) {
+                (Ok(cap), Ok(age)) => Limits::new(cap, age),
+                (Err(e), _) | (_, Err(e)) => Err(e),
+            };
+            match limits {
+                Ok(l) => (path, Some(l)),
+                Err(e) => return Ok(Err(e)),
+            }
+        }
+        _ => {
+            return Ok(Err(FoldError::invalid(format!(
+                "store must be a path string or {{ path, maxMarksPerSession?, maxAgeDays? }}, got {}",
+                describe(v)?
+            ))))
+        }
+    };
+    Ok(store::shared(&PathBuf::from(path)).inspect(|s| {
+        if let Some(l) = limits {
+            s.set_limits(l);
+        }
+    }))
+}
+
+/// Reads a `Uint32Array` snapshot argument.
+pub fn snapshot(v: &Unknown<'_>) -> napi::Result<CoreResult<Vec<u32>>> {
+    let is_u32 = type_of(v)? == ValueType::Object && v.is_typedarray()? && {
+        let typed = cast::<Uint32ArraySlice>(&v);
+        typed.is_ok()
+    };
+    if !is_u32 {
+        return Ok(Err(FoldError::invalid(format!(
+            "snapshot must be a Uint32Array, got {}",
+            describe(v)?
+        ))));
+    }
+    let typed = cast::<Uint32ArraySlice>(&v)?;
+    Ok(Ok(typed.as_ref().to_vec()))
+}
