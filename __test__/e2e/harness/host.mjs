@@ -8,9 +8,11 @@
  * profileDir, cleanup()}`. It never rejects for a host failure: a non-zero
  * exit is data. Each run gets a fresh temp root (`root/home` is HOME,
  * `root/home/.dsh` is DSH_HOME, `root/work` the default cwd) that survives the
- * run so a test can read the session log; `cleanup()` removes it.
+ * run so a test can read the session log; `cleanup()` removes it. It rejects
+ * only when the setup fails (profile init, `npm install` of `bundles`).
  *
- * Environment: the caller's, plus HOME, DSH_HOME, DSH_TELEMETRY_DISABLED=1,
+ * Environment: the caller's minus any DSH_*, DEEPSEEK_* and NODE_TEST_CONTEXT,
+ * plus HOME, DSH_HOME, DSH_TELEMETRY_DISABLED=1,
  * DSH_PERMISSION_MODE=danger-full-access, DEEPSEEK_BASE_URL=`baseUrl`,
  * DEEPSEEK_API_KEY=<dummy>, then `env` (which wins).
  *
@@ -19,9 +21,11 @@
  * `$DSH_HOME/cordis.patch.yml`, `--patch` overlays, the agent-presets root and
  * the telemetry switch, then `boot()` from `@deepseek-ai/dsh-app-boot` with
  * `provideCmdline` and the launch environment) MINUS the two user-patch
- * watchers: the bin creates `@deepseek-ai/cordis-plugin-hmr` for them, which
- * does not come up in this sandbox ("user patch-layer watching requires the
- * Cordis HMR service"), and a one-shot run never edits its patch files.
+ * watchers. The rc.8 bin creates `@deepseek-ai/cordis-plugin-hmr` for them
+ * and checks `ctx.get('hmr')` as soon as `loader.create` resolves, while the
+ * HMR fiber is still loading (state 1; it is active ~ms later), so it dies
+ * with "user patch-layer watching requires the Cordis HMR service". A
+ * one-shot run never edits its patch files, so nothing is lost.
  *
  * `patchRows` (an array, or `({dshHome, root, cwd}) => array`) is written as
  * one `--patch` overlay: entries with a `name` are plugin rows and are
@@ -193,8 +197,10 @@ export async function runHost ({ task, baseUrl, patchRows = [], bundles = [], en
   cwd = cwd ?? join(root, 'work')
   mkdirSync(dshHome, { recursive: true })
   mkdirSync(cwd, { recursive: true })
+  // Hermetic: no inherited DSH_*/DEEPSEEK_* (a developer's real endpoint or key) and no node:test wiring.
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(DSH_|DEEPSEEK_|NODE_TEST_CONTEXT$)/.test(k)))
   const fullEnv = {
-    ...process.env, HOME: home, DSH_HOME: dshHome, DSH_TELEMETRY_DISABLED: '1',
+    ...inherited, HOME: home, DSH_HOME: dshHome, DSH_TELEMETRY_DISABLED: '1',
     DSH_PERMISSION_MODE: 'danger-full-access', DEEPSEEK_API_KEY: DUMMY_KEY,
     ...(baseUrl ? { DEEPSEEK_BASE_URL: baseUrl } : {}), ...env,
   }

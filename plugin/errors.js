@@ -1,0 +1,34 @@
+/**
+ * @module plugin/errors
+ * How a dsh-fold failure reads to the model: the stable code first, then what happened,
+ * then what to do next. The code is the contract; the advice is for the model.
+ */
+import { addon } from './addon.js'
+
+/** @type {Record<string, string>} */
+const NEXT_STEP = {
+  NO_CHECKPOINT: 'Call `checkpoint` before an investigation, then `rewind` when it is done.',
+  EMPTY_REGION: 'There is nothing to fold; continue, and call `checkpoint` before the next investigation.',
+  UNBALANCED: 'Let the pending tool call finish, then call `rewind` again.',
+  FOLD_IN_PROGRESS: 'A fold of this session is already running; do not call `rewind` again for it.',
+  CHANGED: 'The context changed during the fold; call `rewind` again.',
+  SHRINK: 'The exploration is already short; continue without folding it.',
+  SUMMARIZE_FAILED: 'The report could not be written; call `rewind` again, or continue and fold later.',
+  ABORTED: 'The fold was cancelled; nothing changed.',
+}
+
+/** Whether `e` is a dsh-fold error (an `Error` with one of the addon's codes). */
+export const isRewindError = (/** @type {unknown} */ e) => addon.isFoldError(e)
+
+/**
+ * The `Error` a tool throws for a failure, so the model reads `CODE: message next-step`.
+ * @param {unknown} e
+ */
+export function toToolError(e) {
+  if (!isRewindError(e)) return e
+  const err = /** @type {Error & {code: string}} */ (e)
+  const next = NEXT_STEP[err.code]
+  const tool = new Error(`${err.code}: ${err.message}${next ? ` ${next}` : ''}`, { cause: err })
+  Object.assign(tool, { code: err.code })
+  return tool
+}

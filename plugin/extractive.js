@@ -1,0 +1,44 @@
+/**
+ * @module plugin/extractive
+ * Reports without a model: the addon's deterministic extractive generator over the region's
+ * messages, and the fallback that uses it when the LLM report fails or stays empty.
+ */
+import { addon } from './addon.js'
+import { regionMessages } from './surface.js'
+
+/**
+ * A `summarize` callback writing the extractive report (always shorter than the region).
+ * @param {{session: any, language: 'en' | 'zh'}} options
+ */
+export function extractiveSummarizer({ session, language }) {
+  return async (/** @type {{seqs: Uint32Array, foldedChars: number}} */ region) => {
+    const messages = regionMessages(session, region.seqs)
+    const maxChars = region.foldedChars > 1 ? region.foldedChars - 1 : undefined
+    return { text: addon.extractiveReport(JSON.stringify(messages), { language, ...(maxChars ? { maxChars } : {}) }), finish: 'extractive' }
+  }
+}
+
+/**
+ * `primary`, but a failure or a last empty attempt is answered by `fallback` (and `onFallback` is told).
+ * @param {(region: any, attempt: number) => Promise<any>} primary
+ * @param {(region: any, attempt: number) => Promise<any>} fallback
+ * @param {number} maxRetries
+ * @param {() => void} onFallback
+ */
+export function fallbackSummarizer(primary, fallback, maxRetries, onFallback) {
+  return async (/** @type {any} */ region, /** @type {number} */ attempt) => {
+    let reply
+    try {
+      reply = await primary(region, attempt)
+    } catch {
+      onFallback()
+      return fallback(region, attempt)
+    }
+    const text = typeof reply === 'string' ? reply : reply?.text
+    if (attempt >= maxRetries && !(typeof text === 'string' && text.trim())) {
+      onFallback()
+      return fallback(region, attempt)
+    }
+    return reply
+  }
+}

@@ -1,0 +1,12 @@
+/**
+ * @module plugin
+ * The dsh-fold DSH plugins and the helpers other plugins may want.
+ * Rows: `dsh-fold/checkpoint` (provides `ctx.checkpoint`) and `dsh-fold/rewind`
+ * (provides `ctx.rewind`); `cordis.patch.yml` inserts both.
+ */
+export { default as Checkpoint, Config as CheckpointConfig, defaultStorePath } from './checkpoint.js'
+export { default as Rewind, Config as RewindConfig, isRewindReportSource, renderResult } from './rewind.js'
+export { isRewindError, toToolError } from './errors.js'
+export { surfaceSnapshot, regionMessages, visibleChars, eventLog } from './surface.js'
+export { llmSummarizer, resolveRoute, INSTRUCTIONS } from './summarize.js'
+export { extractiveSummarizer, fallbackSummarizer } from './extractive.js'

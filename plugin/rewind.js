@@ -1,0 +1,197 @@
+/**
+ * @module plugin/rewind
+ * `ctx.rewind`, the model-facing `rewind` tool and the turn guard: a drop-in for
+ * `@dpskh/tool-rewind` over the dsh-fold addon.
+ *
+ * `rewind(agent, signal)` folds everything since the session's latest checkpoint mark into
+ * a report: the addon selects the region (its rules are in `crates/fold-core/src/region.rs`)
+ * and holds the session's fold lock; the report comes from `ctx.llm` (or the extractive
+ * generator); the commit re-checks the region and appends ONE replacement `user/message`
+ * (`surfaceOp: replace`, source `{kind:'plugin', plugin:'rewind', markId}`) in one synchronous
+ * step; then the mark is stamped folded. Any failure before the commit writes nothing.
+ * No plugin events enter the session log.
+ *
+ * The turn guard: while the latest mark is active, `agent/turn-stopping` injects a standing
+ * warning once per agent per turn, and returns the promise doing it, so the loop sees the
+ * injected message before it decides whether the turn ends.
+ */
+import { Service } from '@deepseek-ai/cordis'
+import { createUserMessage } from '@deepseek-ai/dsh-llm'
+import { defineTool } from '@deepseek-ai/dsh-tools'
+import Schema from '@deepseek-ai/schemastery'
+
+import { addon } from './addon.js'
+import { toToolError } from './errors.js'
+import { extractiveSummarizer, fallbackSummarizer } from './extractive.js'
+import { llmSummarizer } from './summarize.js'
+import { isRewindReportSource, surfaceSnapshot } from './surface.js'
+
+export { isRewindReportSource }
+
+/**
+ * @typedef {object} RewindConfig
+ * @property {string} toolName
+ * @property {number} maxTokens
+ * @property {number} maxSummarizationRetries
+ * @property {string} [summarizationProvider]
+ * @property {string} [summarizationModel]
+ * @property {'en' | 'zh'} reportLanguage
+ * @property {'llm' | 'extractive'} summarizer
+ * @property {'none' | 'extractive'} fallback
+ */
+export const Config = Schema.object({
+  toolName: Schema.string().pattern(/^[a-zA-Z0-9_-]{1,64}$/).default('rewind').description('Model-facing tool name.'),
+  maxTokens: Schema.natural().min(1).default(1024).description('Output budget of the report call.'),
+  maxSummarizationRetries: Schema.natural().min(0).max(8).default(2).description('Empty completions retried before the fold fails.'),
+  summarizationProvider: Schema.string().description('Provider of the report call (default: the session\'s routed provider).'),
+  summarizationModel: Schema.string().description('Model of the report call (default: the session\'s routed model).'),
+  reportLanguage: Schema.union(['en', 'zh']).default('en').description('Language of the report instruction.'),
+  summarizer: Schema.union(['llm', 'extractive']).default('llm').description('Who writes the report: the LLM, or the native extractive generator (no model call).'),
+  fallback: Schema.union(['none', 'extractive']).default('none').description('With `extractive`, a fold whose LLM report fails or stays empty lands with the extractive report.'),
+})
+
+/**
+ * @typedef {{markId: number, foldedNodes: number, start: number, end: number, foldedChars: number, reportChars: number, report?: 'extractive'}} RewindResult
+ */
+
+const WARNING = (/** @type {string} */ tool, /** @type {any} */ mark) =>
+  `[checkpoint ${mark.id} is still active${mark.objective ? `: ${mark.objective}` : ''}] You marked an investigation with \`checkpoint\` and have not folded it. If the investigation is done, call \`${tool}\` now, before ending the turn or starting unrelated work; if it is not done, continue it.`
+
+const PROMPT = (/** @type {string} */ tool) => `## Rewind
+
+Call \`${tool}\` as soon as an investigation you marked with \`checkpoint\` is finished, before unrelated work and before ending the turn. It replaces the whole investigation since the checkpoint with a report; only the report stays in your context, so make sure the investigation established what you need first. One checkpoint folds once: start a new investigation with a new \`checkpoint\`.`
+
+/**
+ * Renders a fold result for the model.
+ * @param {RewindResult} r
+ */
+export function renderResult(r) {
+  const nodes = `${r.foldedNodes} surface node${r.foldedNodes === 1 ? '' : 's'}`
+  const which = r.report === 'extractive' ? 'an extractive report' : 'an auto-generated report'
+  return `Folded ${nodes} (seq ${r.start}..${r.end}, ${r.foldedChars} chars) into ${which} (${r.reportChars} chars).`
+}
+
+/** The `tool-rewind` plugin: provides `ctx.rewind`, the tool, its prompt section and the turn guard. */
+export default class RewindService extends Service {
+  static inject = ['checkpoint', 'llm', 'tools', 'systemPrompt']
+  static Config = Config
+
+  /** @type {WeakMap<object, number>} agent → turn already warned in */
+  #warned = new WeakMap()
+  /** @type {Set<number>} marks with nothing to fold: no more warnings for them */
+  #unfoldable = new Set()
+
+  /** @param {any} ctx @param {RewindConfig} config */
+  constructor(ctx, config) {
+    super(ctx, 'rewind')
+    this.ctx = ctx
+    this.config = config
+    ctx.systemPrompt.section({ name: 'tool:rewind', order: 151, text: PROMPT(config.toolName) })
+    ctx.tools.register(this.#tool())
+    ctx.on('agent/turn-stopping', (/** @type {{agent: any, turn: number}} */ payload) => this.#guard(payload))
+  }
+
+  /**
+   * Folds the exploration since the agent's session's latest checkpoint mark.
+   * @param {any} agent the agent that owns the session (its options route the report as a last resort)
+   * @param {AbortSignal} [signal]
+   * @param {{callId?: string}} [options] the rewind tool call's id, when called from it
+   * @returns {Promise<RewindResult>}
+   */
+  async rewind(agent, signal, options = {}) {
+    const session = agent?.session
+    if (!session) throw new Error('rewind needs an agent with a session')
+    const config = this.config
+    let used = /** @type {'llm' | 'extractive'} */ (config.summarizer)
+    const llm = () => llmSummarizer({ llm: this.ctx.llm, session, agent, config, signal })
+    const extractive = () => extractiveSummarizer({ session, language: config.reportLanguage })
+    const summarize =
+      config.summarizer === 'extractive'
+        ? extractive()
+        : config.fallback === 'extractive'
+          ? fallbackSummarizer(llm(), extractive(), config.maxSummarizationRetries, () => (used = 'extractive'))
+          : llm()
+    const store = this.ctx.checkpoint.store
+    try {
+      const result = await addon.rewind(
+        store,
+        session.id,
+        {
+          snapshot: () => surfaceSnapshot(session, options),
+          summarize,
+          commit: (plan) => {
+            if (!addon.planMatches(plan, surfaceSnapshot(session, options))) return 'changed'
+            const report = createUserMessage({
+              content: [{ type: 'text', text: plan.report }],
+              source: { kind: 'plugin', plugin: 'rewind', markId: plan.markId },
+            })
+            session.append('user/message', report, {
+              surfaceOp: { op: 'replace', start: plan.start, end: plan.end },
+              sourceEventSeqs: Array.from(plan.seqs),
+            })
+            return 'committed'
+          },
+        },
+        { maxSummarizationRetries: config.maxSummarizationRetries, signal },
+      )
+      return used === 'extractive' ? { ...result, report: 'extractive' } : result
+    } catch (e) {
+      if (/** @type {any} */ (e)?.code === 'EMPTY_REGION') {
+        const mark = await this.ctx.checkpoint.latestMark(session.id).catch(() => null)
+        if (mark && mark.foldedAt === null) this.#unfoldable.add(mark.id)
+      }
+      throw e
+    }
+  }
+
+  /** @param {{agent: any, turn: number}} payload */
+  #guard({ agent, turn }) {
+    const session = agent?.session
+    if (!session || this.#warned.get(agent) === turn) return
+    return this.ctx.checkpoint.latestMark(session.id).then((/** @type {any} */ mark) => {
+      if (!mark || mark.foldedAt !== null || this.#unfoldable.has(mark.id)) return
+      this.#warned.set(agent, turn)
+      agent.inject(
+        createUserMessage({
+          content: [{ type: 'text', text: WARNING(this.config.toolName, mark) }],
+          source: { kind: 'plugin', plugin: 'rewind-guard' },
+        }),
+      )
+      // Resolve to nothing: a truthy value would stop the other turn-stopping listeners.
+    })
+  }
+
+  #tool() {
+    return defineTool({
+      name: this.config.toolName,
+      description:
+        'Fold everything since your latest `checkpoint` into a report of what it found. Call it as soon as the investigation is done.',
+      parameters: {},
+      output: {
+        schema: {
+          type: 'object',
+          properties: {
+            markId: { type: 'integer', required: true },
+            foldedNodes: { type: 'integer', required: true },
+            start: { type: 'integer', required: true },
+            end: { type: 'integer', required: true },
+            foldedChars: { type: 'integer', required: true },
+            reportChars: { type: 'integer', required: true },
+            report: { type: 'string', enum: ['extractive'] },
+          },
+          additionalProperties: false,
+        },
+        render: (/** @type {any} */ _args, /** @type {RewindResult} */ value) => [{ type: 'text', text: renderResult(value) }],
+      },
+      presentCall: () => ({ card: 'generic', title: 'Rewind' }),
+      execute: async (/** @type {any} */ _args, /** @type {any} */ exec) => {
+        if (!exec.agent?.session) throw new Error('rewind needs an owning agent session')
+        try {
+          return await this.rewind(exec.agent, exec.signal, { callId: exec.callId })
+        } catch (e) {
+          throw toToolError(e)
+        }
+      },
+    })
+  }
+}
