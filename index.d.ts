@@ -37,6 +37,9 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 /** Stamps `markId` folded when it is the session's latest active mark; `false` changes nothing. */
 export declare function completeFold(store: StoreRef, sessionId: string, markId: number): Promise<boolean>
 
+/** Decodes a sequence of concatenated Zstandard frames (a `session.jsonl.zstd` file). */
+export declare function decodeZstd(data: Uint8Array): Buffer
+
 /** Every error code dsh-fold can produce. */
 export declare function foldErrorCodes(): Array<string>
 

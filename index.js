@@ -836,6 +836,7 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.completeFold = nativeBinding.completeFold
+module.exports.decodeZstd = nativeBinding.decodeZstd
 module.exports.foldErrorCodes = nativeBinding.foldErrorCodes
 module.exports.hasActive = nativeBinding.hasActive
 module.exports.hasActiveSync = nativeBinding.hasActiveSync

@@ -24,7 +24,8 @@ import { addon } from './addon.js'
 import { toToolError } from './errors.js'
 import { extractiveSummarizer, fallbackSummarizer } from './extractive.js'
 import { llmSummarizer } from './summarize.js'
-import { isRewindReportSource, surfaceSnapshot } from './surface.js'
+import { sessionHost } from './host.js'
+import { isRewindReportSource } from './surface.js'
 
 export { isRewindReportSource }
 
@@ -113,27 +114,10 @@ export default class RewindService extends Service {
           : llm()
     const store = this.ctx.checkpoint.store
     try {
-      const result = await addon.rewind(
-        store,
-        session.id,
-        {
-          snapshot: () => surfaceSnapshot(session, options),
-          summarize,
-          commit: (plan) => {
-            if (!addon.planMatches(plan, surfaceSnapshot(session, options))) return 'changed'
-            const report = createUserMessage({
-              content: [{ type: 'text', text: plan.report }],
-              source: { kind: 'plugin', plugin: 'rewind', markId: plan.markId },
-            })
-            session.append('user/message', report, {
-              surfaceOp: { op: 'replace', start: plan.start, end: plan.end },
-              sourceEventSeqs: Array.from(plan.seqs),
-            })
-            return 'committed'
-          },
-        },
-        { maxSummarizationRetries: config.maxSummarizationRetries, signal },
-      )
+      const result = await addon.rewind(store, session.id, sessionHost(session, summarize, options), {
+        maxSummarizationRetries: config.maxSummarizationRetries,
+        signal,
+      })
       return used === 'extractive' ? { ...result, report: 'extractive' } : result
     } catch (e) {
       if (/** @type {any} */ (e)?.code === 'EMPTY_REGION') {

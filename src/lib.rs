@@ -4,6 +4,7 @@
 
 mod convert;
 mod host;
+mod zstd;
 
 use std::sync::{Arc, Mutex};
 
@@ -220,8 +221,18 @@ pub fn select_region(env: &Env, snapshot: Unknown<'_>, anchor: Unknown<'_>) -> R
 
 /// The commit-time check: does `snapshot` still select exactly `plan`'s region?
 #[napi(ts_args_type = "plan: FoldPlan | FoldRegion, snapshot: Uint32Array")]
-pub fn plan_matches(env: &Env, plan: Object<'_>, snapshot: Unknown<'_>) -> Result<bool> {
+pub fn plan_matches(env: &Env, plan: Unknown<'_>, snapshot: Unknown<'_>) -> Result<bool> {
     let words = arg_or_throw!(env, convert::snapshot(&snapshot));
+    if plan.get_type()? != ValueType::Object {
+        return Err(throw(
+            env,
+            &FoldError::invalid(format!(
+                "plan must be a FoldPlan or FoldRegion, got {}",
+                convert::describe(&plan)?
+            )),
+        ));
+    }
+    let plan = convert::cast::<Object>(&plan)?;
     let anchor: Unknown = plan.get_named_property("anchor")?;
     let anchor = arg_or_throw!(env, convert::integer(&anchor, "plan.anchor", MAX_LOG_LENGTH));
     let seqs: Unknown = plan.get_named_property("seqs")?;
@@ -320,32 +331,25 @@ pub fn rewind<'e>(
         }
     }
 
-    // The abort: fire the core's flag from the signal's `abort` event.
-    let abort = Abort::default();
-    let mut listener = None;
+    // The signal is checked now; its listener is added only once the snapshot is taken, so a
+    // rejection before the fold starts leaves nothing attached to a long-lived signal.
     if let Some(signal) = &signal {
         let aborted: Unknown = signal.get_named_property("aborted")?;
-        if aborted.get_type()? != ValueType::Boolean {
+        let add: Unknown = signal.get_named_property("addEventListener")?;
+        let remove: Unknown = signal.get_named_property("removeEventListener")?;
+        if aborted.get_type()? != ValueType::Boolean
+            || add.get_type()? != ValueType::Function
+            || remove.get_type()? != ValueType::Function
+        {
             return rejected(env, FoldError::invalid("options.signal must be an AbortSignal"));
         }
-        if convert::cast::<bool>(&aborted)? {
-            abort.fire();
-        } else {
-            let fire = abort.clone();
-            let f = env.create_function_from_closure::<(), (), _>("onAbort", move |_| {
-                fire.fire();
-                Ok(())
-            })?;
-            let add: Function<FnArgs<(&str, Function<(), ()>)>, ()> = signal.get_named_property("addEventListener")?;
-            add.apply(signal, FnArgs::from(("abort", f)))?;
-            listener = Some(f.create_ref()?);
-        }
     }
-    let signal_ref = signal.as_ref().map(|s| s.create_ref::<false>()).transpose()?;
 
     // The snapshot is taken now, on the JS thread, before anything can change the surface.
+    // `call` (unlike `apply`) clears the pending exception when the callback throws, so the
+    // throw becomes this promise's coded rejection instead of escaping `rewind` synchronously.
     let snapshot_fn = convert::cast::<Function<(), Unknown>>(&functions[0])?;
-    let snapshot = match snapshot_fn.apply(host, ()) {
+    let snapshot = match snapshot_fn.bind(host)?.call(()) {
         Ok(v) => match convert::snapshot(&v)? {
             Ok(words) => words,
             Err(e) => {
@@ -371,6 +375,26 @@ pub fn rewind<'e>(
             );
         }
     };
+
+    // The abort: fire the core's flag from the signal's `abort` event (or now, if it already fired).
+    let abort = Abort::default();
+    let mut listener = None;
+    if let Some(signal) = &signal {
+        let aborted: Unknown = signal.get_named_property("aborted")?;
+        if aborted.get_type()? == ValueType::Boolean && convert::cast::<bool>(&aborted)? {
+            abort.fire();
+        } else {
+            let fire = abort.clone();
+            let f = env.create_function_from_closure::<(), (), _>("onAbort", move |_| {
+                fire.fire();
+                Ok(())
+            })?;
+            let add: Function<FnArgs<(&str, Function<(), ()>)>, ()> = signal.get_named_property("addEventListener")?;
+            add.apply(signal, FnArgs::from(("abort", f)))?;
+            listener = Some(f.create_ref()?);
+        }
+    }
+    let signal_ref = signal.as_ref().map(|s| s.create_ref::<false>()).transpose()?;
 
     let cause = Arc::new(Mutex::new(None));
     let mut js_host = host::JsHost {

@@ -16,5 +16,6 @@ pub mod locks;
 pub mod region;
 pub mod store;
 pub mod surface;
+pub mod zstd;
 
 pub use error::{FoldError, Result};

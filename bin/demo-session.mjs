@@ -1,0 +1,143 @@
+/**
+ * @module bin/demo-session
+ * The demo's session: a real `@deepseek-ai/dsh-session` Session with the events an agent
+ * loop appends for a typical debugging investigation — a user request, a checkpoint (marked
+ * mid-call, as the real tool does), parallel reads and a grep, a failing test run, a focused
+ * read, and the concluding step that calls `rewind`.
+ */
+import { CallId, createAssistantMessage, createToolResultMessage, createUserMessage } from '@deepseek-ai/dsh-llm'
+import { Session, SessionId } from '@deepseek-ai/dsh-session'
+
+const LEXER = `//! Tokenizer for the expression language.
+use crate::span::Span;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Token {
+    Ident(String),
+    Number(f64),
+    Op(char),
+    LParen,
+    RParen,
+}
+
+pub struct Lexer<'a> {
+    src: &'a str,
+    pos: usize,
+}
+
+impl<'a> Lexer<'a> {
+    pub fn new(src: &'a str) -> Self {
+        Self { src, pos: 0 }
+    }
+
+    pub fn tokenize(mut self) -> Result<Vec<(Token, Span)>, LexError> {
+        let mut out = Vec::new();
+        while let Some(c) = self.peek() {
+            let start = self.pos;
+            let token = match c {
+                ' ' | '\\t' | '\\n' => { self.bump(); continue }
+                '(' => { self.bump(); Token::LParen }
+                ')' => { self.bump(); Token::RParen }
+                '+' | '-' | '*' | '/' => { self.bump(); Token::Op(c) }
+                c if c.is_ascii_digit() => self.number()?,
+                c if c.is_ascii_alphabetic() || c == '_' => self.ident(),
+                other => return Err(LexError::Unexpected(other, start)),
+            };
+            out.push((token, Span::new(start, self.pos)));
+        }
+        Ok(out)
+    }
+`
+
+const TEST_RUN = `   Compiling parser v0.4.1 (/work/app/crates/parser)
+    Finished \`test\` profile [unoptimized + debuginfo] target(s) in 3.71s
+     Running unittests src/lib.rs (target/debug/deps/parser-5d1c2e9a7b3f0c11)
+
+running 14 tests
+test lexer::tests::numbers ... ok
+test lexer::tests::operators ... ok
+test lexer::tests::parens ... ok
+test lexer::tests::ascii_ident ... ok
+test lexer::tests::unicode_ident ... FAILED
+test parser::tests::precedence ... ok
+test parser::tests::unary_minus ... ok
+test parser::tests::nested_parens ... ok
+test parser::tests::unicode_call ... FAILED
+test eval::tests::division ... ok
+test eval::tests::variables ... ok
+test eval::tests::errors ... ok
+test span::tests::merge ... ok
+test span::tests::display ... ok
+
+failures:
+
+---- lexer::tests::unicode_ident stdout ----
+thread 'lexer::tests::unicode_ident' panicked at crates/parser/src/lexer.rs:88:9:
+assertion \`left == right\` failed
+  left: Err(Unexpected('é', 0))
+ right: Ok([(Ident("été"), Span { start: 0, end: 5 })])
+
+---- parser::tests::unicode_call stdout ----
+thread 'parser::tests::unicode_call' panicked at crates/parser/src/parser.rs:212:14:
+called \`Result::unwrap()\` on an \`Err\` value: Lex(Unexpected('π', 4))
+
+failures:
+    lexer::tests::unicode_ident
+    parser::tests::unicode_call
+
+test result: FAILED. 12 passed; 2 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.02s
+
+error: test failed, to rerun pass \`-p parser --lib\``
+
+const GREP = `crates/parser/src/lexer.rs:37:                c if c.is_ascii_alphabetic() || c == '_' => self.ident(),
+crates/parser/src/lexer.rs:61:        while matches!(self.peek(), Some(c) if c.is_ascii_alphanumeric() || c == '_') {
+crates/parser/src/parser.rs:198:    fn call(&mut self, name: String) -> Result<Expr, ParseError> {
+crates/eval/src/env.rs:14:    // identifiers are ASCII-only until the lexer learns XID (see issue #212)`
+
+const IDENT = `    fn ident(&mut self) -> Token {
+        let start = self.pos;
+        while matches!(self.peek(), Some(c) if c.is_ascii_alphanumeric() || c == '_') {
+            self.bump();
+        }
+        Token::Ident(self.src[start..self.pos].to_owned())
+    }`
+
+/**
+ * Builds the session; `mark(session)` is called mid-call, the way the checkpoint tool runs.
+ * @param {(session: any) => Promise<unknown>} mark
+ */
+export async function buildDemoSession(mark) {
+  const session = Session.create(SessionId('demo-session'))
+  let step = 0
+  const user = (text) => session.append('user/message', createUserMessage({ content: [{ type: 'text', text }], source: { kind: 'user' } }), { surfaceOp: 'append' })
+  const assistant = (text, calls) => {
+    step++
+    const content = []
+    if (text) content.push({ type: 'text', text })
+    for (const [id, name, args] of calls) content.push({ type: 'tool-call', id: CallId(id), name, arguments: JSON.stringify(args) })
+    session.append('assistant/message', { turn: 1, step, message: createAssistantMessage({ content, source: { provider: 'deepseek', model: 'deepseek-chat' } }) }, { surfaceOp: 'append' })
+  }
+  const result = (id, text, isError = false) =>
+    session.append('tool/result', { turn: 1, step, message: createToolResultMessage({ callId: CallId(id), content: [{ type: 'text', text }], isError }) }, { surfaceOp: 'append' })
+
+  session.append('turn/start', { turn: 1 })
+  user('`cargo test -p parser` fails since the unicode tests landed. Find out why and fix it.')
+  assistant('This needs a look at the lexer and the failing tests first; marking the investigation.', [['call_ckpt', 'checkpoint', { objective: 'find why cargo test -p parser fails' }]])
+  const marked = await mark(session)
+  result('call_ckpt', JSON.stringify(marked))
+  assistant('', [
+    ['call_read', 'read', { path: 'crates/parser/src/lexer.rs' }],
+    ['call_grep', 'grep', { pattern: 'is_ascii_al', path: 'crates/' }],
+  ])
+  result('call_read', LEXER)
+  result('call_grep', GREP)
+  assistant('The lexer only accepts ASCII letters. Running the tests to see the exact failures.', [['call_test', 'bash', { command: 'cargo test -p parser' }]])
+  result('call_test', TEST_RUN, true)
+  assistant('', [['call_ident', 'read', { path: 'crates/parser/src/lexer.rs', offset: 59, limit: 7 }]])
+  result('call_ident', IDENT)
+  assistant(
+    'Found it: `Lexer::ident` and the dispatch in `tokenize` use `is_ascii_alphabetic`/`is_ascii_alphanumeric`, so `été` and `π` are rejected with `LexError::Unexpected`. The fix is to use `unicode_ident::is_xid_start`/`is_xid_continue` in crates/parser/src/lexer.rs lines 37 and 61. Folding the investigation before editing.',
+    [['call_rewind', 'rewind', {}]],
+  )
+  return { session, rewindCallId: 'call_rewind' }
+}

@@ -1,0 +1,260 @@
+#!/usr/bin/env node
+/**
+ * @module bin/dsh-fold
+ * The `dsh-fold` command: see a fold happen with no model and no key (`demo`), list the
+ * marks of a store (`marks`), and dry-run a fold over a persisted DSH session log (`fold`).
+ * Read-only except `demo`, which writes only to a temp directory.
+ *
+ * Exit codes: 0 ok; 1 the fold itself failed (e.g. NO_CHECKPOINT, EMPTY_REGION);
+ * 64 bad usage; 65 a log or store that cannot be read (corrupt, newer format);
+ * 66 a file that does not exist.
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+
+import { addon } from '../plugin/addon.js'
+
+const HELP = `dsh-fold — fold a DSH agent's finished exploration into a report
+
+Usage:
+  dsh-fold demo [--lang en|zh] [--json]
+      Build a realistic DSH session (real @deepseek-ai/dsh-session), mark, fold it with the
+      extractive report (no model, no network) and show before/after.
+  dsh-fold marks [--store PATH] [--session ID] [--json]
+      List the checkpoint marks of a store (default $DSH_HOME/storages/checkpoint.json).
+  dsh-fold fold FILE [--anchor N | --store PATH] [--lang en|zh] [--json]
+      Dry-run a fold over a session log persisted by @deepseek-ai/dsh-session-persistence-jsonl
+      (session.jsonl.zstd or session.jsonl): what would be folded from the session's latest
+      mark (or --anchor N), the chars saved, and the extractive report. Writes nothing.
+  dsh-fold --help
+
+Exit codes: 0 ok, 1 fold failed (NO_CHECKPOINT, EMPTY_REGION, ...), 64 bad usage,
+65 unreadable or newer-format log/store, 66 missing file.`
+
+class CliError extends Error {
+  /** @param {string} message @param {number} exit */
+  constructor(message, exit) {
+    super(message)
+    this.exit = exit
+  }
+}
+
+/** @param {string[]} argv */
+function parse(argv) {
+  /** @type {{_: string[], [k: string]: string | boolean | string[]}} */
+  const opts = { _: [] }
+  const valued = new Set(['--store', '--session', '--anchor', '--lang'])
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]
+    if (valued.has(a)) {
+      const v = argv[++i]
+      if (v === undefined) throw new CliError(`${a} needs a value`, 64)
+      opts[a.slice(2)] = v
+    } else if (a === '--json' || a === '--help' || a === '-h') opts[a === '-h' ? 'help' : a.slice(2)] = true
+    else if (a.startsWith('-')) throw new CliError(`unknown option ${a}`, 64)
+    else opts._.push(a)
+  }
+  const lang = opts.lang ?? 'en'
+  if (lang !== 'en' && lang !== 'zh') throw new CliError('--lang must be en or zh', 64)
+  return { ...opts, lang }
+}
+
+async function dsh() {
+  try {
+    return { ...(await import('@deepseek-ai/dsh-session')), ...(await import('../plugin/surface.js')), ...(await import('../plugin/host.js')) }
+  } catch (e) {
+    throw new CliError(`this command needs @deepseek-ai/dsh-session (a DSH install provides it): ${/** @type {Error} */ (e).message}`, 65)
+  }
+}
+
+/** The model-visible size of a session's derived history. @param {any} session @param {(v: any) => number} chars */
+const visible = (session, chars) => session.deriveMessages().reduce((n, m) => n + chars(m.content), 0)
+
+/** @param {ReturnType<typeof parse>} opts */
+async function demo(opts) {
+  const { buildDemoSession } = await import('./demo-session.mjs')
+  const { visibleChars, sessionHost } = await dsh()
+  const dir = mkdtempSync(path.join(tmpdir(), 'dsh-fold-demo-'))
+  try {
+    const store = path.join(dir, 'storages', 'checkpoint.json')
+    const { session, rewindCallId } = await buildDemoSession((s) => addon.mark(store, s.id, s.seq, 'find why cargo test -p parser fails'))
+    const before = { nodes: session.surface.nodes.length, chars: visible(session, visibleChars) }
+    const { extractiveSummarizer } = await import('../plugin/extractive.js')
+    const started = process.hrtime.bigint()
+    const result = await addon.rewind(store, session.id, sessionHost(session, extractiveSummarizer({ session, language: /** @type {'en'|'zh'} */ (opts.lang) }), { callId: rewindCallId }))
+    const ms = Number(process.hrtime.bigint() - started) / 1e6
+    const after = { nodes: session.surface.nodes.length, chars: visible(session, visibleChars) }
+    const report = session.deriveEventMessage(session.events[session.surface.nodes.find((/** @type {number} */ s) => session.events[s].data?.source?.plugin === 'rewind')]).content[0].text
+    if (opts.json) return print({ before, after, result, foldMs: ms, report }, true)
+    console.log(`A DSH session: a user request, a checkpoint, reads, greps, a failing test run, parallel calls.\n`)
+    console.log(`before the fold: ${before.nodes} surface nodes, ${before.chars} model-visible chars`)
+    console.log(`after the fold:  ${after.nodes} surface nodes, ${after.chars} model-visible chars (${Math.round((100 * (before.chars - after.chars)) / before.chars)}% less)`)
+    console.log(`folded ${result.foldedNodes} nodes (seq ${result.start}..${result.end}, ${result.foldedChars} chars) into a ${result.reportChars}-char extractive report in ${ms.toFixed(2)} ms; mark ${result.markId} folded\n`)
+    console.log('--- the report the model now sees instead of the exploration ---\n')
+    console.log(report)
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/** @param {ReturnType<typeof parse>} opts */
+async function marks(opts) {
+  const { defaultStorePath } = await import('../plugin/checkpoint.js').catch(() => ({ defaultStorePath: undefined }))
+  const store = /** @type {string} */ (opts.store ?? defaultStorePath?.() ?? path.join(process.env.DSH_HOME ?? path.join(process.env.HOME ?? '', '.dsh'), 'storages', 'checkpoint.json'))
+  if (!existsSync(store)) throw new CliError(`no checkpoint store at ${store}`, 66)
+  const list = await addon.listMarks(store, /** @type {string | undefined} */ (opts.session) ?? null).catch(storeError)
+  if (opts.json) return print(list, true)
+  if (!list.length) return console.log(`no marks${opts.session ? ` for session ${opts.session}` : ''} in ${store}`)
+  const now = Date.now()
+  for (const m of list) {
+    const state = m.foldedAt === null ? 'active' : 'folded'
+    console.log(`#${m.id}\t${state}\t${m.sessionId}\tlogLength ${m.logLength}\t${age(now - m.createdAt)} ago${m.objective ? `\t${m.objective}` : ''}`)
+  }
+}
+
+/** @param {number} ms */
+function age(ms) {
+  const s = Math.max(0, Math.round(ms / 1000))
+  if (s < 60) return `${s}s`
+  if (s < 3600) return `${Math.round(s / 60)}m`
+  if (s < 86400) return `${Math.round(s / 3600)}h`
+  return `${Math.round(s / 86400)}d`
+}
+
+/** @param {any} e @returns {never} */
+function storeError(e) {
+  throw new CliError(`${e.code ?? 'ERROR'}: ${e.message}`, e.code?.startsWith?.('STORE_') ? 65 : 1)
+}
+
+/**
+ * Reads a persisted session log into its header and events.
+ * @param {string} file
+ */
+async function readSessionLog(file) {
+  const { decodeStorageRecord, SESSION_FORMAT_VERSION } = await dsh()
+  let stat
+  try {
+    stat = statSync(file)
+  } catch {
+    throw new CliError(`no such file: ${file}`, 66)
+  }
+  if (stat.isDirectory()) {
+    const inner = ['session.jsonl.zstd', 'session.jsonl'].map((f) => path.join(file, f)).find((f) => existsSync(f))
+    if (!inner) throw new CliError(`${file} holds no session.jsonl.zstd or session.jsonl`, 66)
+    return readSessionLog(inner)
+  }
+  let text
+  try {
+    const bytes = readFileSync(file)
+    text = file.endsWith('.zstd') ? addon.decodeZstd(bytes).toString('utf8') : bytes.toString('utf8')
+  } catch (e) {
+    throw new CliError(`cannot read ${file}: ${/** @type {Error} */ (e).message}`, 65)
+  }
+  const lines = text.split('\n').filter((l) => l.trim())
+  if (!lines.length) throw new CliError(`${file} is empty`, 65)
+  /** @type {any[]} */
+  const rows = []
+  for (const [i, line] of lines.entries()) {
+    try {
+      rows.push(JSON.parse(line))
+    } catch {
+      throw new CliError(`${file}:${i + 1} is not JSON (truncated or corrupt log)`, 65)
+    }
+  }
+  const [header, ...records] = rows
+  if (header?.type !== 'session' || typeof header.id !== 'string') throw new CliError(`${file} does not start with a session header`, 65)
+  const known = typeof SESSION_FORMAT_VERSION === 'number' ? SESSION_FORMAT_VERSION : 0
+  if (typeof header.version !== 'number' || header.version > known) {
+    throw new CliError(`${file} has session format version ${header.version}, newer than the ${known} this DSH reads`, 65)
+  }
+  let events
+  try {
+    events = records.flatMap((r) => decodeStorageRecord(r))
+  } catch (e) {
+    throw new CliError(`${file}: ${/** @type {Error} */ (e).message}`, 65)
+  }
+  return { header, events }
+}
+
+/** @param {ReturnType<typeof parse>} opts */
+async function fold(opts) {
+  const file = opts._[1]
+  if (!file) throw new CliError('fold needs a FILE (session.jsonl.zstd, session.jsonl, or their folder)', 64)
+  const { Session, SessionId, surfaceSnapshot, regionMessages } = await dsh()
+  const { header, events } = await readSessionLog(file)
+  const { type: _type, ...meta } = header
+  let session
+  try {
+    session = Session.create(SessionId(header.id), events, meta)
+  } catch (e) {
+    throw new CliError(`${file} does not replay into a session: ${/** @type {Error} */ (e).message}`, 65)
+  }
+  let anchor
+  let markId = null
+  if (opts.anchor !== undefined) {
+    anchor = Number(opts.anchor)
+    if (!Number.isInteger(anchor) || anchor < 0) throw new CliError('--anchor must be a non-negative integer', 64)
+  } else {
+    const { defaultStorePath } = await import('../plugin/checkpoint.js')
+    const store = /** @type {string} */ (opts.store ?? defaultStorePath())
+    if (!existsSync(store)) throw new CliError(`no checkpoint store at ${store}; pass --store PATH or --anchor N`, 66)
+    const mark = await addon.latestMark(store, header.id).catch(storeError)
+    if (!mark) throw new CliError(`NO_CHECKPOINT: session ${header.id} has no mark in ${store}; pass --anchor N to try a log length`, 1)
+    anchor = mark.logLength
+    markId = mark.id
+  }
+  let region
+  try {
+    region = addon.selectRegion(surfaceSnapshot(session), anchor)
+  } catch (e) {
+    throw new CliError(`${/** @type {any} */ (e).code}: ${/** @type {Error} */ (e).message}`, 1)
+  }
+  const messages = regionMessages(session, region.seqs)
+  let report
+  try {
+    report = addon.extractiveReport(JSON.stringify(messages), { language: opts.lang, ...(region.foldedChars > 1 ? { maxChars: region.foldedChars - 1 } : {}) })
+  } catch (e) {
+    throw new CliError(`${/** @type {any} */ (e).code}: ${/** @type {Error} */ (e).message}`, 1)
+  }
+  const out = {
+    sessionId: header.id,
+    markId,
+    anchor,
+    foldedNodes: region.foldedNodes,
+    start: region.start,
+    end: region.end,
+    foldedChars: region.foldedChars,
+    reportChars: report.length,
+    charsSaved: region.foldedChars - report.length,
+    report,
+  }
+  if (opts.json) return print(out, true)
+  console.log(`session ${header.id}: ${events.length} events, ${session.surface.nodes.length} surface nodes; anchor ${anchor}${markId ? ` (mark ${markId})` : ''}`)
+  console.log(`would fold ${out.foldedNodes} nodes (seq ${out.start}..${out.end}, ${out.foldedChars} chars) into a ${out.reportChars}-char report: ${out.charsSaved} chars saved (dry run: nothing written)\n`)
+  console.log(report)
+}
+
+/** @param {unknown} value @param {boolean} json */
+function print(value, json) {
+  console.log(json ? JSON.stringify(value, null, 2) : value)
+}
+
+async function main() {
+  const opts = parse(process.argv.slice(2))
+  const verb = opts._[0]
+  if (opts.help || verb === 'help') return console.log(HELP)
+  if (verb === 'demo') return demo(opts)
+  if (verb === 'marks') return marks(opts)
+  if (verb === 'fold') return fold(opts)
+  throw new CliError(verb ? `unknown command ${verb}\n\n${HELP}` : HELP, 64)
+}
+
+main().catch((e) => {
+  if (e instanceof CliError) {
+    console.error(`dsh-fold: ${e.message}`)
+    process.exit(e.exit)
+  }
+  console.error(e)
+  process.exit(70)
+})
