@@ -2,9 +2,9 @@
  * @module plugin/summarize
  * The report call: one `ctx.llm.stream` request that condenses a folded region.
  *
- * The request starts with the session's own system prompt and tool schemas, then the
- * region's messages, then the report instruction last — so it is a prefix of the session's
- * last routed request plus the region (warm KV cache). Route: the configured
+ * The request starts with the session's own system prompt and tool schemas exactly as the
+ * last routed request carried them (that prefix is warm in the provider's KV cache), then the
+ * region's messages, then the report instruction last. Route: the configured
  * provider/model, else the session's latest `request/header`, else the agent's options;
  * none (or half of one) fails loud. Thinking is turned off when the route offers an `off`
  * effort: condensing is mechanical, and reasoning tokens would compete with the report
@@ -13,6 +13,9 @@
 import { BlockAssembler, createUserMessage } from '@deepseek-ai/dsh-llm'
 
 import { regionMessages } from './surface.js'
+
+/** dsh-llm's `EMPTY_RESPONSE_CODE`, spelled out so the plugin loads on versions that do not export it. */
+const EMPTY_RESPONSE = 'EMPTY_RESPONSE'
 
 export const INSTRUCTIONS = {
   en: `Write a report that will replace the exploration above in your context. The exploration's steps will no longer be visible; only this report will. Use these Markdown sections:
@@ -91,6 +94,13 @@ export function llmSummarizer({ llm, session, agent, config, signal }) {
       assembler.push(chunk)
     }
     const finish = assembler.finish
+    const usage = assembler.usage
+    const usageOut = usage ? { outputTokens: usage.outputTokens, ...(usage.reasoningTokens !== undefined ? { reasoningTokens: usage.reasoningTokens } : {}) } : undefined
+    // DSH's provider adapters (dsh-llm-deepseek, dsh-llm-pi-ai) turn a completed response with
+    // no content into an `error` finish coded EMPTY_RESPONSE (dsh-llm's EMPTY_RESPONSE_CODE)
+    // instead of an empty message. That is an empty completion, which the fold retries up to
+    // `maxSummarizationRetries`; throwing here would fail the fold on the first one.
+    if (finish?.kind === 'error' && finish.failure?.code === EMPTY_RESPONSE) return { text: '', finish: 'empty', usage: usageOut }
     if (finish?.kind === 'error' || finish?.kind === 'aborted') {
       const failure = finish.failure ?? {}
       throw new Error(`the report call ended with ${finish.kind}: ${failure.message ?? 'no message'}${failure.code ? ` (${failure.code})` : ''}`)
@@ -100,11 +110,6 @@ export function llmSummarizer({ llm, session, agent, config, signal }) {
       .filter((/** @type {{type: string}} */ b) => b.type === 'text')
       .map((/** @type {{text: string}} */ b) => b.text)
       .join('')
-    const usage = assembler.usage
-    return {
-      text,
-      finish: finish?.kind,
-      usage: usage ? { outputTokens: usage.outputTokens, ...(usage.reasoningTokens !== undefined ? { reasoningTokens: usage.reasoningTokens } : {}) } : undefined,
-    }
+    return { text, finish: finish?.kind, usage: usageOut }
   }
 }
