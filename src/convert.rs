@@ -28,8 +28,12 @@ pub fn js_error<'e>(env: &'e Env, err: &FoldError, cause: Option<Unknown<'e>>) -
 }
 
 /// A napi error that makes napi throw (or reject with) exactly this JS object.
+///
+/// Captured without coercion: `napi::Error::from(Unknown)` stringifies the error and, through
+/// its `cause` chain, a thrown value kept as `cause` — a Symbol cause then throws inside the
+/// conversion and escapes as an uncaught exception.
 pub fn throw_value(obj: Object<'_>) -> napi::Error {
-    napi::Error::from(obj.to_unknown())
+    napi::Error::from_unknown_without_coercion(obj.to_unknown())
 }
 
 /// The napi error that throws (or rejects with) the coded JS error for `err`.
@@ -91,6 +95,46 @@ pub fn cast<T: FromNapiValue>(v: &Unknown<'_>) -> napi::Result<T> {
 
 fn type_of(v: &Unknown<'_>) -> napi::Result<ValueType> {
     v.get_type()
+}
+
+/// Calls `f` with `this` and no arguments, on the JS thread. `Err` carries whatever it threw,
+/// untouched: napi-rs's `Function::call` turns a throw into an error by coercing the thrown
+/// value to a string, which loses a primitive (Node-API < 10 cannot reference it: "Create Error
+/// reference failed") and, for a Symbol, leaves a second exception pending that then escapes
+/// the caller synchronously.
+pub fn call_catching<'e>(
+    env: &'e Env,
+    this: &Object<'e>,
+    f: &Unknown<'e>,
+) -> napi::Result<std::result::Result<Unknown<'e>, Unknown<'e>>> {
+    let raw_env = env.raw();
+    let mut ret = std::ptr::null_mut();
+    #[allow(
+        unsafe_code,
+        reason = "plain Node-API calls on values of this env, on its thread; the exception is cleared before anything else runs"
+    )]
+    unsafe {
+        match napi::sys::napi_call_function(raw_env, this.raw(), f.raw(), 0, std::ptr::null(), &mut ret) {
+            napi::sys::Status::napi_ok => Ok(Ok(Unknown::from_raw_unchecked(raw_env, ret))),
+            napi::sys::Status::napi_pending_exception => {
+                let mut thrown = std::ptr::null_mut();
+                napi::check_status!(
+                    napi::sys::napi_get_and_clear_last_exception(raw_env, &mut thrown),
+                    "failed to clear the exception a host callback threw"
+                )?;
+                Ok(Err(Unknown::from_raw_unchecked(raw_env, thrown)))
+            }
+            status => Err(napi::Error::new(Status::from(status), "failed to call a host callback")),
+        }
+    }
+}
+
+/// The JS value a callback threw or rejected with, as captured in `err`: the very value (an
+/// `Error`, a string, a Symbol...) when `err` still references it on this thread, else an
+/// `Error` rebuilt from it. (`JsError::from(err)` hands back only `Error` objects and turns
+/// every other thrown value into a new `Error`.)
+pub fn thrown_value(env: &Env, err: napi::Error) -> napi::Result<Unknown<'_>> {
+    err.into_unknown(env)
 }
 
 /// A required string argument.

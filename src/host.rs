@@ -78,14 +78,68 @@ pub fn region_of(request: &FoldRequest) -> FoldRegion {
     }
 }
 
-pub type SummarizeFn = ThreadsafeFunction<
-    FnArgs<(FoldRegion, u32)>,
-    Promise<Either<String, SummaryReply>>,
-    FnArgs<(FoldRegion, u32)>,
-    Status,
-    false,
->;
-pub type CommitFn = ThreadsafeFunction<FoldPlan, String, FoldPlan, Status, false>;
+/// What `summarize` returned. Only a native `Promise` is awaited: napi's `Promise` conversion
+/// calls `.then` and `.catch` on whatever it is given, and on `undefined`, `null` or a thenable
+/// whose `then` returns nothing that throws inside the threadsafe call, where nothing catches
+/// it: an uncaught exception (a deprecation warning today, fatal under Node's strict N-API
+/// exception policy). Anything else is refused without being touched, as `SUMMARIZE_FAILED`.
+pub enum SummaryReturn {
+    Pending(Promise<Either<String, SummaryReply>>),
+    NotAPromise(ValueType),
+}
+
+impl FromNapiValue for SummaryReturn {
+    #[allow(
+        unsafe_code,
+        reason = "napi_is_promise and napi_typeof only inspect the value; Promise's own conversion runs only on a native promise"
+    )]
+    unsafe fn from_napi_value(env: napi::sys::napi_env, value: napi::sys::napi_value) -> Result<Self> {
+        let mut is_promise = false;
+        napi::check_status!(
+            unsafe { napi::sys::napi_is_promise(env, value, &mut is_promise) },
+            "failed to check whether summarize returned a promise"
+        )?;
+        if is_promise {
+            return Ok(Self::Pending(unsafe { Promise::from_napi_value(env, value) }?));
+        }
+        let mut kind = 0;
+        napi::check_status!(
+            unsafe { napi::sys::napi_typeof(env, value, &mut kind) },
+            "failed to read the type of what summarize returned"
+        )?;
+        Ok(Self::NotAPromise(ValueType::from(kind)))
+    }
+}
+
+pub type SummarizeFn =
+    ThreadsafeFunction<FnArgs<(FoldRegion, u32)>, SummaryReturn, FnArgs<(FoldRegion, u32)>, Status, false>;
+
+/// What `commit` returned: its answer, or the type of whatever else it returned (a Promise, from
+/// an `async` commit, is the likely mistake: the append may have run, the answer is unknown).
+pub enum CommitReturn {
+    Answer(String),
+    NotAString(ValueType),
+}
+
+impl FromNapiValue for CommitReturn {
+    #[allow(
+        unsafe_code,
+        reason = "napi_typeof only inspects the value; String's conversion runs only on a string"
+    )]
+    unsafe fn from_napi_value(env: napi::sys::napi_env, value: napi::sys::napi_value) -> Result<Self> {
+        let mut kind = 0;
+        napi::check_status!(
+            unsafe { napi::sys::napi_typeof(env, value, &mut kind) },
+            "failed to read the type of what commit returned"
+        )?;
+        match ValueType::from(kind) {
+            ValueType::String => Ok(Self::Answer(unsafe { String::from_napi_value(env, value) }?)),
+            other => Ok(Self::NotAString(other)),
+        }
+    }
+}
+
+pub type CommitFn = ThreadsafeFunction<FoldPlan, CommitReturn, FoldPlan, Status, false>;
 
 /// The JS value a callback failed with, kept for the rejection's `cause`.
 pub type Cause = Arc<Mutex<Option<napi::Error>>>;
@@ -113,7 +167,14 @@ impl FoldHost for JsHost {
     async fn summarize(&mut self, request: &FoldRequest, attempt: u32) -> std::result::Result<Summary, FoldError> {
         let args = FnArgs::from((region_of(request), attempt));
         let outcome = match self.summarize.call_async_catch(args).await {
-            Ok(promise) => promise.await,
+            Ok(SummaryReturn::Pending(promise)) => promise.await,
+            Ok(SummaryReturn::NotAPromise(kind)) => {
+                return Err(FoldError::SummarizeFailed(format!(
+                    "summarization failed: summarize must return a Promise of a string or {{text}}, \
+                     got {}; nothing was folded and the mark is still active",
+                    format!("{kind}").to_lowercase()
+                )))
+            }
             Err(e) => Err(e),
         };
         match outcome {
@@ -131,7 +192,7 @@ impl FoldHost for JsHost {
                 let message = format!(
                     "summarization failed: {}; nothing was folded and the mark is still active",
                     if e.reason.is_empty() {
-                        "the summarizer threw or rejected"
+                        "the summarizer threw or rejected a value that is not an Error (see cause)"
                     } else {
                         &e.reason
                     }
@@ -156,13 +217,25 @@ impl FoldHost for JsHost {
             report_chars: plan.report_chars as i64,
         };
         match self.commit.call_async_catch(js_plan).await {
-            Ok(answer) if answer == "committed" => Ok(Commit::Committed),
-            Ok(answer) if answer == "changed" => Ok(Commit::Changed),
-            Ok(answer) => Err(FoldError::HostFailed(format!(
+            Ok(CommitReturn::Answer(answer)) if answer == "committed" => Ok(Commit::Committed),
+            Ok(CommitReturn::Answer(answer)) if answer == "changed" => Ok(Commit::Changed),
+            Ok(CommitReturn::Answer(answer)) => Err(FoldError::HostFailed(format!(
                 "commit must return 'committed' or 'changed', got {answer:?}; the fold state is unknown"
             ))),
+            Ok(CommitReturn::NotAString(kind)) => Err(FoldError::HostFailed(format!(
+                "commit must synchronously return 'committed' or 'changed', got {}; the fold state is unknown \
+                 (if the report was appended, the next rewind finishes the fold)",
+                format!("{kind}").to_lowercase()
+            ))),
             Err(e) => {
-                let message = format!("commit failed: {}", e.reason);
+                let message = format!(
+                    "commit failed: {}",
+                    if e.reason.is_empty() {
+                        "it threw a value that is not an Error (see cause)"
+                    } else {
+                        &e.reason
+                    }
+                );
                 self.keep(e);
                 Err(FoldError::HostFailed(message))
             }

@@ -346,10 +346,9 @@ pub fn rewind<'e>(
     }
 
     // The snapshot is taken now, on the JS thread, before anything can change the surface.
-    // `call` (unlike `apply`) clears the pending exception when the callback throws, so the
-    // throw becomes this promise's coded rejection instead of escaping `rewind` synchronously.
-    let snapshot_fn = convert::cast::<Function<(), Unknown>>(&functions[0])?;
-    let snapshot = match snapshot_fn.bind(host)?.call(()) {
+    // Whatever the callback throws (an Error, a string, a Symbol...) becomes this promise's coded
+    // rejection with the thrown value as `cause`, never an exception escaping `rewind`.
+    let snapshot = match convert::call_catching(env, &host, &functions[0])? {
         Ok(v) => match convert::snapshot(&v)? {
             Ok(words) => words,
             Err(e) => {
@@ -359,18 +358,22 @@ pub fn rewind<'e>(
                 )
             }
         },
-        Err(e) => {
-            let message = format!("host.snapshot() threw: {}", e.reason);
+        Err(thrown) => {
+            let e = napi::Error::from_unknown_without_coercion(thrown);
+            let message = format!(
+                "host.snapshot() threw: {}",
+                if e.reason.is_empty() {
+                    "a value that is not an Error (see cause)"
+                } else {
+                    &e.reason
+                }
+            );
             return convert::settle(
                 env,
                 async move { Err::<RewindResult, _>(FoldError::HostFailed(message)) },
                 move |env, out| {
                     let err = out.err().expect("rejected");
-                    Err(convert::reject(
-                        env,
-                        &err,
-                        Some(napi::JsError::from(e).into_unknown(*env)),
-                    ))
+                    Err(convert::reject(env, &err, Some(convert::thrown_value(env, e)?)))
                 },
             );
         }
@@ -399,12 +402,10 @@ pub fn rewind<'e>(
     let cause = Arc::new(Mutex::new(None));
     let mut js_host = host::JsHost {
         snapshot: Some(snapshot),
-        summarize: convert::cast::<Function<FnArgs<(FoldRegion, u32)>, Promise<Either<String, SummaryReply>>>>(
-            &functions[1],
-        )?
-        .build_threadsafe_function()
-        .build()?,
-        commit: convert::cast::<Function<FoldPlan, String>>(&functions[2])?
+        summarize: convert::cast::<Function<FnArgs<(FoldRegion, u32)>, host::SummaryReturn>>(&functions[1])?
+            .build_threadsafe_function()
+            .build()?,
+        commit: convert::cast::<Function<FoldPlan, host::CommitReturn>>(&functions[2])?
             .build_threadsafe_function()
             .build()?,
         cause: cause.clone(),
@@ -445,7 +446,8 @@ pub fn rewind<'e>(
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .take()
-                    .map(|e| napi::JsError::from(e).into_unknown(*env)),
+                    .map(|e| convert::thrown_value(env, e))
+                    .transpose()?,
                 _ => None,
             };
             Err(convert::reject(env, &err, cause))

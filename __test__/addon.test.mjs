@@ -1,0 +1,619 @@
+// The addon's API surface beyond the store verbs (see store.test.mjs): region selection and the
+// commit check on hand-encoded snapshots, the coded errors, sync/async parity, loading in a
+// worker thread, and rewind's argument validation (rejected promises, never throws).
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import path from 'node:path'
+import { describe, it } from 'node:test'
+import { Worker } from 'node:worker_threads'
+
+import { tempStore } from './helpers/dsh.mjs'
+
+const require = createRequire(import.meta.url)
+const addonPath = path.resolve(import.meta.dirname, '..')
+const fold = require(addonPath)
+
+const NONE = 0xffff_ffff
+const NOTHING_AFTER_MARK = 'no surface nodes after the checkpoint mark'
+const NOTHING_BEFORE_REWIND = 'no surface nodes between the checkpoint mark and the rewind call'
+const REFERENCE_CODES = ['NO_CHECKPOINT', 'EMPTY_REGION', 'UNBALANCED', 'FOLD_IN_PROGRESS', 'CHANGED', 'SHRINK']
+
+// ---- the snapshot format of crates/fold-core/src/surface.rs, encoded by hand ---------------
+
+/** A user node. */
+const u = (seq, extra = {}) => ({ seq, kind: 1, ...extra })
+/** An assistant node opening `opens` tool calls. */
+const a = (seq, opens = 0, extra = {}) => ({ seq, kind: 2, link: opens, ...extra })
+/** A tool result answering a call of assistant `opener` (undefined: unknown call). */
+const r = (seq, opener, extra = {}) => ({ seq, kind: 3, link: opener === undefined ? 0 : opener + 1, ...extra })
+
+/**
+ * Encodes a snapshot: header [FORMAT, eventCount, current, N], 5 words per node
+ * [seq, origin, kind, chars, link], then [R] and 6 words per report.
+ * @param {{seq: number, kind: number, origin?: number, chars?: number, link?: number}[]} nodes
+ * @param {{events?: number, current?: number, reports?: number[][], format?: number}} [options]
+ */
+function encode(nodes, { events, current = NONE, reports = [], format = 1 } = {}) {
+  const words = [format, events ?? Math.max(-1, ...nodes.map((n) => n.seq)) + 1, current, nodes.length]
+  for (const n of nodes) words.push(n.seq, n.origin ?? n.seq, n.kind, n.chars ?? 10, n.link ?? 0)
+  words.push(reports.length)
+  for (const report of reports) words.push(...report)
+  return new Uint32Array(words)
+}
+
+const select = (nodes, anchor, options) => fold.selectRegion(encode(nodes, options), anchor)
+const seqsOf = (region) => Array.from(region.seqs)
+
+const isCoded = (code, message) => (e) => {
+  assert.ok(e instanceof Error, 'an Error')
+  assert.equal(e.name, 'FoldError')
+  assert.equal(e.code, code, e.message)
+  assert.ok(fold.isFoldError(e))
+  if (message instanceof RegExp) assert.match(e.message, message)
+  else if (message !== undefined) assert.equal(e.message, message)
+  return true
+}
+
+// The usual shape: request, checkpoint call (mark mid-call: anchor 2), its result, exploration.
+const MID_CALL = [u(0), a(1, 1), r(2, 1), a(3, 1), r(4, 3), a(5, 1), r(6, 5), a(7, 1)]
+
+describe('selectRegion on hand-encoded snapshots', () => {
+  it('returns the FoldRegion: balanced span after the anchor, the checkpoint pair kept, the rewind call excluded', () => {
+    const region = select(MID_CALL, 2, { current: 7 })
+    assert.ok(region.seqs instanceof Uint32Array)
+    assert.deepEqual({ ...region, seqs: seqsOf(region) }, {
+      markId: 0,
+      anchor: 2,
+      start: 3,
+      end: 6,
+      seqs: [3, 4, 5, 6],
+      foldedNodes: 4,
+      foldedChars: 40,
+    })
+  })
+
+  it('sums the nodes\' chars, whatever their kind', () => {
+    const nodes = [u(0), a(1, 1, { chars: 7 }), r(2, 1), a(3, 1, { chars: 1000 }), r(4, 3, { chars: 123_456 }), { seq: 5, kind: 0, chars: 3 }, a(6, 1)]
+    assert.equal(select(nodes, 2, { current: 6 }).foldedChars, 1000 + 123_456 + 3)
+  })
+
+  it('defect 1: chooses by origin and surface position, not seq (surface [6,2,3,4,5,7], anchor 3 → [4,5])', () => {
+    const nodes = [u(6, { origin: 0 }), a(2, 1), r(3, 2), a(4, 1), r(5, 4), a(7, 1)]
+    assert.deepEqual(seqsOf(select(nodes, 3, { current: 7 })), [4, 5])
+    // a replacement standing for post-anchor events is folded like them
+    const later = [u(0), a(1, 1), r(2, 1), u(8, { origin: 3 }), a(7, 1)]
+    assert.deepEqual(seqsOf(select(later, 2, { current: 7 })), [8])
+  })
+
+  it('defect 3: exploration issued with the checkpoint call folds the whole message and all its results', () => {
+    const nodes = [u(0), a(1, 3), r(2, 1), r(3, 1), r(4, 1), a(5, 1), r(6, 5), a(7, 1)]
+    assert.deepEqual(seqsOf(select(nodes, 2, { current: 7 })), [1, 2, 3, 4, 5, 6])
+  })
+
+  it('a result inside the region pulls the start back to its call (pairing closure)', () => {
+    // anchor 3 falls between a parallel call's results: the opener joins the fold
+    const nodes = [u(0), a(1, 2), r(2, 1), r(3, 1), a(4, 1), r(5, 4), a(6, 1)]
+    assert.deepEqual(seqsOf(select(nodes, 3, { current: 6 })), [1, 2, 3, 4, 5])
+  })
+
+  it('an open call ends the region at the last closed cut; none left → UNBALANCED', () => {
+    const cut = [u(0), a(1, 1), r(2, 1), a(3, 1), r(4, 3), a(5, 2), r(6, 5), a(7, 1)]
+    assert.deepEqual(seqsOf(select(cut, 2, { current: 7 })), [3, 4])
+    const none = [u(0), a(1, 1), r(2, 1), a(3, 2), r(4, 3), a(5, 1)]
+    assert.throws(() => select(none, 2, { current: 5 }), isCoded('UNBALANCED', /no result yet/))
+    // a call answered only after the rewind call is open for the fold too
+    const late = [u(0), a(1, 1), r(2, 1), a(3, 1), a(5, 1), r(4, 3)]
+    assert.throws(() => select(late, 2, { current: 5 }), isCoded('UNBALANCED'))
+  })
+
+  it('EMPTY_REGION with the reference messages', () => {
+    assert.throws(() => select([u(0), a(1, 1), r(2, 1)], 3), isCoded('EMPTY_REGION', NOTHING_AFTER_MARK))
+    assert.throws(() => select([u(0), a(1, 1), r(2, 1)], 2), isCoded('EMPTY_REGION', NOTHING_AFTER_MARK))
+    assert.throws(() => select([u(0), a(1, 1), r(2, 1), a(3, 1)], 2, { current: 3 }), isCoded('EMPTY_REGION', NOTHING_BEFORE_REWIND))
+    assert.throws(() => select([u(0)], 1, { events: 5 }), isCoded('EMPTY_REGION', NOTHING_AFTER_MARK))
+    assert.throws(() => select([], 0, { events: 0 }), isCoded('EMPTY_REGION', NOTHING_AFTER_MARK))
+  })
+
+  it('orphaned results are never folded alone', () => {
+    assert.throws(() => select([u(0), r(1), a(2, 1)], 1, { current: 2 }), isCoded('EMPTY_REGION', NOTHING_BEFORE_REWIND))
+    assert.throws(() => select([u(0), r(1)], 1), isCoded('EMPTY_REGION', NOTHING_AFTER_MARK))
+    // a result whose opener was replaced away (linked to a seq not on the surface) is an orphan too
+    assert.throws(() => select([u(3, { origin: 0 }), r(4, 2), a(5, 1)], 4, { current: 5 }), isCoded('EMPTY_REGION', NOTHING_BEFORE_REWIND))
+    // an orphan leading real work is skipped, the work is folded
+    assert.deepEqual(seqsOf(select([u(0), r(1), a(2, 1), r(3, 2), a(4, 1)], 1, { current: 4 })), [2, 3])
+  })
+
+  it('without a current node, the region runs to the tail, or ends before the last assistant with an open call', () => {
+    assert.deepEqual(seqsOf(select(MID_CALL.slice(0, 7), 2)), [3, 4, 5, 6])
+    // the tail assistant's call is unanswered: it is the current step
+    assert.deepEqual(seqsOf(select(MID_CALL, 2)), [3, 4, 5, 6])
+  })
+
+  it('reports on the surface are validated and do not change the selection', () => {
+    const nodes = [...MID_CALL.slice(0, 7), u(8, { origin: 3 }), a(9, 1)]
+    assert.deepEqual(seqsOf(select(nodes, 2, { current: 9, reports: [[8, 1, 2, 3, 4, 20]] })), [3, 4, 5, 6, 8])
+  })
+
+  it('reads a Uint32Array view at an offset, and a huge claimed event count without a huge allocation', () => {
+    const words = encode(MID_CALL, { current: 7 })
+    const buffer = new ArrayBuffer((words.length + 3) * 4)
+    const view = new Uint32Array(buffer, 12, words.length)
+    view.set(words)
+    new Uint32Array(buffer, 0, 3).fill(0xdead)
+    assert.deepEqual(seqsOf(fold.selectRegion(view, 2)), [3, 4, 5, 6])
+    const big = [u(4_000_000_000), a(4_000_000_001, 1), r(4_000_000_002, 4_000_000_001), a(4_000_000_003, 1)]
+    assert.deepEqual(seqsOf(select(big, 4_000_000_001, { events: 0xffff_fff0, current: 4_000_000_003 })), [4_000_000_001, 4_000_000_002])
+  })
+
+  const invalid = [
+    ['an empty array', () => new Uint32Array(0)],
+    ['a header only', () => new Uint32Array([1, 0, NONE, 0])],
+    ['another format', () => encode(MID_CALL, { format: 2 })],
+    ['more nodes claimed than present', () => { const w = encode(MID_CALL); w[3] = 99; return w }],
+    ['trailing words', () => new Uint32Array([...encode(MID_CALL), 0])],
+    ['a report count that does not match', () => { const w = encode(MID_CALL); w[w.length - 1] = 1; return w }],
+    ['a seq at the event count', () => encode(MID_CALL, { events: 7 })],
+    ['a repeated seq', () => encode([u(0), u(0)])],
+    ['an origin after its seq', () => encode([u(0, { origin: 1 }), u(1)])],
+    ['an unknown kind', () => encode([{ seq: 0, kind: 7 }])],
+    ['a user node with a link', () => encode([u(0, { link: 1 })])],
+    ['a result linked to a later event', () => encode([r(0, 1), a(1, 1)])],
+    ['a result linked to its own seq', () => encode([u(0), r(1, 1)])],
+    ['a result linked to a user node', () => encode([u(0), r(1, 0)])],
+    ['more results than calls', () => encode([a(0, 1), r(1, 0), r(2, 0)])],
+    ['a current seq not on the surface', () => encode(MID_CALL, { events: 20, current: 15 })],
+    ['a current seq that is not an assistant', () => encode(MID_CALL, { current: 2 })],
+    ['a report not on the surface', () => encode(MID_CALL, { reports: [[12, 1, 1, 3, 3, 10]], events: 13 })],
+  ]
+  for (const [name, words] of invalid) {
+    it(`invalid snapshot: ${name} → INVALID_ARGUMENT, thrown synchronously`, () => {
+      assert.throws(() => fold.selectRegion(words(), 0), isCoded('INVALID_ARGUMENT', /^invalid surface snapshot: /))
+    })
+  }
+
+  const notSnapshots = [
+    ['an Array', () => Array.from(encode(MID_CALL))],
+    ['an Int32Array', () => new Int32Array(encode(MID_CALL))],
+    ['a Float64Array', () => new Float64Array(encode(MID_CALL))],
+    ['a Buffer', () => Buffer.from(encode(MID_CALL).buffer)],
+    ['an ArrayBuffer', () => encode(MID_CALL).buffer],
+    ['a JSON string', () => JSON.stringify(Array.from(encode(MID_CALL)))],
+    ['null', () => null],
+    ['undefined', () => undefined],
+  ]
+  for (const [name, value] of notSnapshots) {
+    it(`a snapshot that is ${name} → INVALID_ARGUMENT`, () => {
+      assert.throws(() => fold.selectRegion(value(), 2), isCoded('INVALID_ARGUMENT', /snapshot must be a Uint32Array/))
+      assert.throws(() => fold.planMatches({ anchor: 2, seqs: new Uint32Array([3]) }, value()), isCoded('INVALID_ARGUMENT'))
+    })
+  }
+
+  for (const [name, anchor] of [['negative', -1], ['fractional', 1.5], ['NaN', NaN], ['Infinity', Infinity], ['a string', '2'], ['a bigint', 2n], ['over u32', 2 ** 32], ['missing', undefined]]) {
+    it(`an anchor that is ${name} → INVALID_ARGUMENT`, () => {
+      assert.throws(() => fold.selectRegion(encode(MID_CALL), anchor), isCoded('INVALID_ARGUMENT', /anchor/))
+    })
+  }
+})
+
+describe('planMatches: the commit-time check', () => {
+  const snapshot = encode(MID_CALL, { current: 7 })
+
+  it('holds for the region just selected, as a FoldRegion or a plain {anchor, seqs}', () => {
+    const region = fold.selectRegion(snapshot, 2)
+    assert.equal(fold.planMatches(region, snapshot), true)
+    assert.equal(fold.planMatches({ anchor: 2, seqs: new Uint32Array([3, 4, 5, 6]) }, snapshot), true)
+    // a FoldPlan carries more fields; only anchor and seqs matter
+    assert.equal(fold.planMatches({ ...region, markId: 9, report: 'r', reportChars: 1 }, snapshot), true)
+    // a fresh snapshot with more nodes after the current one still matches
+    assert.equal(fold.planMatches(region, encode([...MID_CALL, r(8, 7)], { current: 7 })), true)
+  })
+
+  it('fails when the region moved: another anchor, other seqs, a replace inside, a new node inside', () => {
+    const region = fold.selectRegion(snapshot, 2)
+    assert.equal(fold.planMatches({ anchor: 4, seqs: region.seqs }, snapshot), false)
+    assert.equal(fold.planMatches({ anchor: 2, seqs: new Uint32Array([3, 4]) }, snapshot), false)
+    assert.equal(fold.planMatches({ anchor: 2, seqs: new Uint32Array([]) }, snapshot), false)
+    const compacted = [u(0), a(1, 1), r(2, 1), u(8, { origin: 3 }), a(5, 1), r(6, 5), a(7, 1)]
+    assert.equal(fold.planMatches(region, encode(compacted, { current: 7 })), false)
+    const grown = [...MID_CALL.slice(0, 7), u(8), a(7, 1)]
+    assert.equal(fold.planMatches(region, encode(grown, { current: 7, events: 9 })), false)
+  })
+
+  it('is false, not a throw, when the fresh surface selects nothing', () => {
+    const region = fold.selectRegion(snapshot, 2)
+    const folded = [u(0), a(1, 1), r(2, 1), u(8, { origin: 3 }), a(7, 1)]
+    assert.equal(fold.planMatches({ anchor: 9, seqs: region.seqs }, encode(folded, { current: 7 })), false)
+    assert.equal(fold.planMatches(region, encode([u(0), a(1, 1), r(2, 1), a(3, 2), r(4, 3), a(7, 1)], { current: 7 })), false)
+  })
+
+  it('throws INVALID_ARGUMENT for a bad plan or snapshot', () => {
+    for (const plan of [null, undefined, 3, 'plan', {}, { anchor: 2 }, { anchor: -1, seqs: new Uint32Array([3]) }, { anchor: 2, seqs: [3, 4, 5, 6] }, { anchor: 2, seqs: new Int32Array([3]) }]) {
+      assert.throws(() => fold.planMatches(plan, snapshot), isCoded('INVALID_ARGUMENT'), `plan ${String(plan && JSON.stringify(plan))}`)
+    }
+    assert.throws(() => fold.planMatches({ anchor: 2, seqs: new Uint32Array([3]) }, encode([u(0), u(0)])), isCoded('INVALID_ARGUMENT', /appears twice/))
+  })
+})
+
+describe('coded errors', () => {
+  it('foldErrorCodes() lists every code: the reference six, the store\'s, the fold\'s and INVALID_ARGUMENT', () => {
+    const codes = fold.foldErrorCodes()
+    assert.deepEqual(codes, [
+      ...REFERENCE_CODES,
+      'SUMMARIZE_FAILED',
+      'ABORTED',
+      'HOST_FAILED',
+      'STORE_CORRUPT',
+      'STORE_VERSION',
+      'STORE_IO',
+      'INVALID_ARGUMENT',
+    ])
+    assert.equal(new Set(codes).size, codes.length)
+    codes.push('MUTATED')
+    assert.equal(fold.foldErrorCodes().includes('MUTATED'), false, 'a fresh array each call')
+  })
+
+  it('thrown (sync) and rejected (async) errors are Errors named FoldError with a code and a stack', async () => {
+    let thrown
+    try {
+      fold.selectRegion(new Uint32Array(1), 0)
+    } catch (e) {
+      thrown = e
+    }
+    const rejected = await fold.mark(tempStore(), '', 1).catch((e) => e)
+    for (const e of [thrown, rejected]) {
+      assert.ok(e instanceof Error)
+      assert.equal(e.name, 'FoldError')
+      assert.equal(e.code, 'INVALID_ARGUMENT')
+      assert.equal(typeof e.message, 'string')
+      assert.ok(e.message.length > 0)
+      assert.equal(typeof e.stack, 'string')
+      assert.ok(fold.isFoldError(e))
+      assert.ok(fold.foldErrorCodes().includes(e.code))
+    }
+  })
+
+  it('isFoldError: an Error with one of our codes, nothing else', () => {
+    const coded = (code) => Object.assign(new Error('x'), { code })
+    for (const code of fold.foldErrorCodes()) assert.equal(fold.isFoldError(coded(code)), true, code)
+    assert.equal(fold.isFoldError(Object.assign(new TypeError('x'), { code: 'SHRINK' })), true)
+    const no = [
+      undefined, null, 0, 'EMPTY_REGION', Symbol('x'), () => {},
+      { code: 'EMPTY_REGION', message: 'not an Error' },
+      new Error('no code'),
+      coded('ENOENT'),
+      coded('empty_region'),
+      coded(7),
+      Object.assign(new Error('x'), { code: { toString: () => 'SHRINK' } }),
+    ]
+    for (const value of no) assert.equal(fold.isFoldError(value), false, String(value?.code ?? value?.toString?.()))
+    assert.equal(fold.isFoldError(), false)
+  })
+})
+
+describe('sync / async parity: hasActive and hasActiveSync', () => {
+  it('agree on no mark, an active mark, a folded mark and a newer active mark', async () => {
+    const store = tempStore()
+    const both = async (session) => {
+      const sync = fold.hasActiveSync(store, session)
+      const async_ = await fold.hasActive(store, session)
+      assert.equal(sync, async_, `parity for ${session}`)
+      return sync
+    }
+    assert.equal(await both('s'), false)
+    const first = await fold.mark(store, 's', 3)
+    assert.equal(await both('s'), true)
+    assert.equal(await both('other'), false)
+    assert.equal(await fold.completeFold(store, 's', first.id), true)
+    assert.equal(await both('s'), false)
+    await fold.mark(store, 's', 9)
+    assert.equal(await both('s'), true)
+    // also through a StoreOptions reference to the same file
+    assert.equal(fold.hasActiveSync({ path: store }, 's'), await fold.hasActive({ path: store }, 's'))
+  })
+
+  it('fail with the same code: sync throws, async rejects (and never throws)', async () => {
+    const corrupt = tempStore()
+    mkdirSync(path.dirname(corrupt), { recursive: true })
+    writeFileSync(corrupt, 'not json')
+    const cases = [
+      [tempStore(), '', 'INVALID_ARGUMENT'],
+      [tempStore(), 42, 'INVALID_ARGUMENT'],
+      [42, 's', 'INVALID_ARGUMENT'],
+      [{ path: 7 }, 's', 'INVALID_ARGUMENT'],
+      [corrupt, 's', 'STORE_CORRUPT'],
+    ]
+    for (const [store, session, code] of cases) {
+      assert.throws(() => fold.hasActiveSync(store, session), isCoded(code))
+      let pending
+      assert.doesNotThrow(() => (pending = fold.hasActive(store, session)))
+      await assert.rejects(pending, isCoded(code))
+    }
+  })
+})
+
+describe('worker_threads', () => {
+  /** Runs `body` (CommonJS, `fold` and `data` in scope) in a Worker; resolves with what it posts. */
+  const inWorker = (body, data) =>
+    new Promise((resolve, reject) => {
+      const source = `
+        const { parentPort, workerData: data } = require('node:worker_threads')
+        const fold = require(data.addonPath)
+        ;(async () => { ${body} })().then(
+          (value) => parentPort.postMessage({ value }),
+          (e) => parentPort.postMessage({ error: String(e && e.stack || e), code: e && e.code }),
+        )`
+      const worker = new Worker(source, { eval: true, workerData: { addonPath, ...data } })
+      let message
+      worker.on('message', (m) => (message = m))
+      worker.on('error', reject)
+      worker.on('exit', (code) => {
+        if (code !== 0) return reject(new Error(`worker exited with ${code}`))
+        if (message?.error) return reject(Object.assign(new Error(message.error), { code: message.code }))
+        resolve(message?.value)
+      })
+    })
+
+  it('loads the addon and runs mark + selectRegion (and coded errors) in a worker', async () => {
+    const store = tempStore()
+    const snapshot = Array.from(encode(MID_CALL, { current: 7 }))
+    const value = await inWorker(
+      `
+      const m = await fold.mark(data.store, 'worker-session', 2, 'from a worker')
+      const region = fold.selectRegion(new Uint32Array(data.snapshot), m.logLength)
+      let error
+      try { fold.selectRegion(new Uint32Array(1), 0) } catch (e) { error = { code: e.code, name: e.name, isFoldError: fold.isFoldError(e), isError: e instanceof Error } }
+      return { m, seqs: Array.from(region.seqs), isU32: region.seqs instanceof Uint32Array, matches: fold.planMatches(region, new Uint32Array(data.snapshot)), active: fold.hasActiveSync(data.store, 'worker-session'), error }
+      `,
+      { store, snapshot },
+    )
+    assert.deepEqual(value, {
+      m: { id: 1, logLength: 2 },
+      seqs: [3, 4, 5, 6],
+      isU32: true,
+      matches: true,
+      active: true,
+      error: { code: 'INVALID_ARGUMENT', name: 'FoldError', isFoldError: true, isError: true },
+    })
+    // the main thread sees the worker's durable mark
+    const latest = await fold.latestMark(store, 'worker-session')
+    assert.equal(latest.objective, 'from a worker')
+    assert.equal(await fold.hasActive(store, 'worker-session'), true)
+  })
+
+  it('several workers and the main thread share one store without losing marks', async () => {
+    const store = tempStore()
+    const body = `const ids = []; for (let i = 0; i < 20; i++) ids.push((await fold.mark(data.store, data.session, i)).id); return ids`
+    const main = (async () => {
+      const ids = []
+      for (let i = 0; i < 20; i++) ids.push((await fold.mark(store, 'main', i)).id)
+      return ids
+    })()
+    const all = (await Promise.all([inWorker(body, { store, session: 'w1' }), inWorker(body, { store, session: 'w2' }), main])).flat()
+    assert.deepEqual(all.sort((x, y) => x - y), Array.from({ length: 60 }, (_, i) => i + 1))
+  })
+
+  it('a worker terminated while its rewind waits on the summarizer does not take the process down', async () => {
+    const store = tempStore()
+    const snapshot = Array.from(encode(MID_CALL, { current: 7 }))
+    const source = `
+      const { parentPort, workerData: data } = require('node:worker_threads')
+      const fold = require(data.addonPath)
+      fold.mark(data.store, 'w', 2).then(() => {
+        fold.rewind(data.store, 'w', {
+          snapshot: () => new Uint32Array(data.snapshot),
+          summarize: () => { parentPort.postMessage('summarizing'); return new Promise(() => {}) },
+          commit: () => 'committed',
+        }).catch(() => {})
+      })`
+    const worker = new Worker(source, { eval: true, workerData: { addonPath, store, snapshot } })
+    await new Promise((resolve, reject) => {
+      worker.on('message', resolve)
+      worker.on('error', reject)
+    })
+    assert.equal(await worker.terminate(), 1)
+    // the main thread keeps working, and the mark is still active: nothing was written
+    assert.equal(await fold.hasActive(store, 'w'), true)
+    assert.deepEqual(seqsOf(fold.selectRegion(new Uint32Array(snapshot), 2)), [3, 4, 5, 6])
+  })
+})
+
+describe('rewind argument validation: rejected with INVALID_ARGUMENT, never thrown', () => {
+  const snapshot = encode(MID_CALL, { current: 7 })
+  const host = (counter = { snapshot: 0 }) => ({
+    snapshot: () => {
+      counter.snapshot++
+      return snapshot
+    },
+    summarize: async () => 'report',
+    commit: () => 'committed',
+  })
+
+  /** Calls rewind, checks it returned a promise without throwing, and that it rejects with `code`. */
+  async function rejects(args, code, message) {
+    let pending
+    assert.doesNotThrow(() => (pending = fold.rewind(...args)))
+    assert.ok(pending instanceof Promise)
+    await assert.rejects(pending, isCoded(code, message))
+  }
+
+  const store = tempStore()
+  const hosts = [
+    ['null', null],
+    ['undefined', undefined],
+    ['a string', 'host'],
+    ['a number', 7],
+    ['a function', Object.assign(() => {}, host())],
+  ]
+  for (const [name, value] of hosts) {
+    it(`host ${name}`, () => rejects([store, 's', value], 'INVALID_ARGUMENT', /host must be an object/))
+  }
+
+  for (const fn of ['snapshot', 'summarize', 'commit']) {
+    for (const [name, value] of [['missing', undefined], ['a string', 'x'], ['an object', {}]]) {
+      it(`host.${fn} ${name}`, async () => {
+        const counter = { snapshot: 0 }
+        const h = { ...host(counter), [fn]: value }
+        await rejects([store, 's', h], 'INVALID_ARGUMENT', new RegExp(`host\\.${fn} must be a function`))
+        assert.equal(counter.snapshot, 0)
+      })
+    }
+  }
+
+  const options = [
+    ['a number', 5, /options must be an object/],
+    ['a string', 'fast', /options must be an object/],
+    ['maxSummarizationRetries 9', { maxSummarizationRetries: 9 }, /maxSummarizationRetries/],
+    ['maxSummarizationRetries -1', { maxSummarizationRetries: -1 }, /maxSummarizationRetries/],
+    ['maxSummarizationRetries 1.5', { maxSummarizationRetries: 1.5 }, /maxSummarizationRetries/],
+    ['maxSummarizationRetries NaN', { maxSummarizationRetries: NaN }, /maxSummarizationRetries/],
+    ['maxSummarizationRetries "2"', { maxSummarizationRetries: '2' }, /maxSummarizationRetries/],
+    ['maxSummarizationRetries null', { maxSummarizationRetries: null }, /maxSummarizationRetries/],
+    ['signal a string', { signal: 'abort' }, /options\.signal must be an AbortSignal/],
+    ['signal an empty object', { signal: {} }, /options\.signal must be an AbortSignal/],
+    ['signal without listeners', { signal: { aborted: false } }, /options\.signal must be an AbortSignal/],
+    ['signal a boolean', { signal: true }, /options\.signal must be an AbortSignal/],
+  ]
+  for (const [name, value, message] of options) {
+    it(`options: ${name}`, async () => {
+      const counter = { snapshot: 0 }
+      await fold.mark(store, 'opts', 2)
+      await rejects([store, 'opts', host(counter), value], 'INVALID_ARGUMENT', message)
+      assert.equal(counter.snapshot, 0, 'nothing was asked of the host')
+      assert.equal(await fold.hasActive(store, 'opts'), true)
+    })
+  }
+
+  it('bad store or session id', async () => {
+    await rejects([42, 's', host()], 'INVALID_ARGUMENT', /store must be/)
+    await rejects([{ path: '' }, 's', host()], 'INVALID_ARGUMENT')
+    await rejects([store, 42, host()], 'INVALID_ARGUMENT', /sessionId must be a string/)
+    await rejects([store, '', host()], 'INVALID_ARGUMENT', /sessionId/)
+    await rejects([store, 'a\nb', host()], 'INVALID_ARGUMENT', /control characters/)
+    await rejects([], 'INVALID_ARGUMENT')
+  })
+
+  it('absent options (undefined, null, {}) are the defaults', async () => {
+    const s = tempStore()
+    for (const [i, opts] of [undefined, null, {}, { maxSummarizationRetries: undefined, signal: undefined }].entries()) {
+      await fold.mark(s, `defaults-${i}`, 2)
+      const result = await fold.rewind(s, `defaults-${i}`, host(), opts)
+      assert.deepEqual(result, { markId: i + 1, foldedNodes: 4, start: 3, end: 6, foldedChars: 40, reportChars: 6 })
+    }
+  })
+
+  it('host callbacks that throw or answer garbage are classified rejections with the cause', async () => {
+    const s = tempStore()
+    await fold.mark(s, 'h', 2)
+    const boom = new Error('snapshot exploded')
+    await rejects([s, 'h', { ...host(), snapshot: () => { throw boom } }], 'HOST_FAILED', /snapshot exploded/)
+    assert.equal((await fold.rewind(s, 'h', { ...host(), snapshot: () => { throw boom } }).catch((e) => e)).cause, boom)
+    await rejects([s, 'h', { ...host(), snapshot: () => Array.from(snapshot) }], 'HOST_FAILED', /snapshot\(\) returned garbage/)
+    await rejects([s, 'h', { ...host(), snapshot: () => new Uint32Array([1, 2]) }], 'INVALID_ARGUMENT', /invalid surface snapshot/)
+    const commitBoom = new Error('append rejected')
+    const failed = await fold.rewind(s, 'h', { ...host(), commit: () => { throw commitBoom } }).catch((e) => e)
+    assert.ok(isCoded('HOST_FAILED', /append rejected/)(failed))
+    assert.equal(failed.cause, commitBoom)
+    await rejects([s, 'h', { ...host(), commit: () => 'maybe' }], 'HOST_FAILED', /'committed' or 'changed'/)
+    for (const commit of [() => null, () => undefined, () => 1, async () => 'committed']) {
+      await rejects([s, 'h', { ...host(), commit }], 'HOST_FAILED', /commit must synchronously return 'committed' or 'changed', got \w+; the fold state is unknown/)
+    }
+    await rejects([s, 'h', { ...host(), commit: () => 'changed' }], 'CHANGED')
+    await rejects([s, 'h', { ...host(), summarize: () => 42 }], 'SUMMARIZE_FAILED', /summarize must return a Promise of a string or \{text\}, got number/)
+    await rejects([s, 'h', { ...host(), summarize: () => { throw new Error('sync throw') } }], 'SUMMARIZE_FAILED', /sync throw/)
+    await rejects([s, 'h', { ...host(), summarize: async () => ({ nope: 1 }) }], 'SUMMARIZE_FAILED')
+    // none of it wrote anything: the mark is still active
+    assert.equal(await fold.hasActive(s, 'h'), true)
+  })
+
+  it('an already aborted signal rejects ABORTED with its reason, before the summarizer runs', async () => {
+    const s = tempStore()
+    await fold.mark(s, 'ab', 2)
+    let summarized = 0
+    const reason = new Error('cancelled by the user')
+    const failed = await fold
+      .rewind(s, 'ab', { ...host(), summarize: async () => (summarized++, 'r') }, { signal: AbortSignal.abort(reason) })
+      .catch((e) => e)
+    assert.ok(isCoded('ABORTED')(failed))
+    assert.equal(failed.cause, reason)
+    assert.equal(summarized, 0)
+    assert.equal(await fold.hasActive(s, 'ab'), true)
+  })
+
+  // Node's default N-API policy only warns (DEP0168) about an exception left pending in an addon
+  // callback; the strict policy (Node's announced default) makes it an uncaught exception. These
+  // run in a child process under the strict policy, so a regression is a crash, not a warning.
+  const strict = (body) => {
+    const script = `
+      const fold = require(${JSON.stringify(addonPath)})
+      const store = ${JSON.stringify(tempStore())}
+      const snapshot = new Uint32Array(${JSON.stringify(Array.from(snapshot))})
+      const host = { snapshot: () => snapshot, summarize: async () => 'report', commit: () => 'committed' }
+      const out = []
+      ;(async () => { await fold.mark(store, 's', 2); ${body} })().then(
+        () => process.stdout.write(JSON.stringify(out)),
+        (e) => { console.error('FAILED', e); process.exit(3) },
+      )`
+    const child = spawnSync(process.execPath, ['--force-node-api-uncaught-exceptions-policy=true', '-e', script], { encoding: 'utf8', timeout: 60_000 })
+    assert.equal(child.status, 0, `exit ${child.status}, stderr:\n${child.stderr}`)
+    assert.doesNotMatch(child.stderr, /N-API|Uncaught/)
+    return JSON.parse(child.stdout)
+  }
+
+  it('a summarize that returns no native Promise is SUMMARIZE_FAILED, never an uncaught exception', () => {
+    const out = strict(`
+      const returns = { undefined: () => undefined, null: () => null, string: () => 'report', number: () => 42,
+        thenable: () => ({ then(resolve) { resolve('report') } }), object: () => ({ text: 'report' }) }
+      for (const [name, summarize] of Object.entries(returns)) {
+        const e = await fold.rewind(store, 's', { ...host, summarize }).then(() => ({ code: 'RESOLVED' }), (e) => e)
+        out.push([name, e.code, e.message, e.name])
+      }
+      out.push(['active', await fold.hasActive(store, 's')])`)
+    for (const [name, code, message, errorName] of out.slice(0, -1)) {
+      assert.equal(code, 'SUMMARIZE_FAILED', name)
+      assert.equal(errorName, 'FoldError', name)
+      assert.match(message, /summarize must return a Promise of a string or \{text\}, got \w+; nothing was folded/, name)
+    }
+    assert.deepEqual(out.map(([name]) => name), ['undefined', 'null', 'string', 'number', 'thenable', 'object', 'active'])
+    assert.deepEqual(out.at(-1), ['active', true])
+  })
+
+  it('whatever a callback throws or rejects with (string, Symbol, Error) is the cause of a coded rejection, never a throw', () => {
+    const out = strict(`
+      const sym = Symbol('thrown'), err = new TypeError('typed')
+      const cases = {
+        'snapshot throws a string': [{ snapshot: () => { throw 'boom' } }, 'boom'],
+        'snapshot throws a Symbol': [{ snapshot: () => { throw sym } }, sym],
+        'snapshot throws an Error': [{ snapshot: () => { throw err } }, err],
+        'summarize throws a string': [{ summarize: () => { throw 'sync' } }, 'sync'],
+        'summarize rejects a Symbol': [{ summarize: () => Promise.reject(sym) }, sym],
+        'summarize rejects an Error': [{ summarize: async () => { throw err } }, err],
+        'commit throws a string': [{ commit: () => { throw 'append rejected' } }, 'append rejected'],
+        'commit throws a Symbol': [{ commit: () => { throw sym } }, sym],
+      }
+      for (const [name, [patch, thrown]] of Object.entries(cases)) {
+        let pending
+        try { pending = fold.rewind(store, 's', { ...host, ...patch }) } catch (e) { out.push([name, 'THREW SYNCHRONOUSLY']); continue }
+        const e = await pending.then(() => ({ code: 'RESOLVED' }), (e) => e)
+        out.push([name, e.code, e.cause === thrown, fold.isFoldError(e), e.message])
+      }`)
+    const expected = {
+      'snapshot throws a string': ['HOST_FAILED', /host\.snapshot\(\) threw: boom/],
+      'snapshot throws a Symbol': ['HOST_FAILED', /host\.snapshot\(\) threw: a value that is not an Error/],
+      'snapshot throws an Error': ['HOST_FAILED', /host\.snapshot\(\) threw: typed/],
+      'summarize throws a string': ['SUMMARIZE_FAILED', /summarization failed: sync/],
+      'summarize rejects a Symbol': ['SUMMARIZE_FAILED', /summarization failed/],
+      'summarize rejects an Error': ['SUMMARIZE_FAILED', /summarization failed: typed/],
+      'commit throws a string': ['HOST_FAILED', /commit failed: append rejected/],
+      'commit throws a Symbol': ['HOST_FAILED', /commit failed/],
+    }
+    assert.deepEqual(out.map(([name]) => name), Object.keys(expected))
+    for (const [name, code, sameCause, coded, message] of out) {
+      assert.equal(code, expected[name][0], name)
+      assert.equal(sameCause, true, `${name}: the cause is the thrown value itself`)
+      assert.equal(coded, true, name)
+      assert.match(message, expected[name][1], name)
+    }
+  })
+})
