@@ -28,7 +28,9 @@ export function toToolError(e) {
   if (!isRewindError(e)) return e
   const err = /** @type {Error & {code: string}} */ (e)
   const next = NEXT_STEP[err.code]
-  const tool = new Error(`${err.code}: ${err.message}${next ? ` ${next}` : ''}`, { cause: err })
+  // The addon's messages end without a full stop; without one the next step runs into them.
+  const what = /[.!?。]$/.test(err.message) ? err.message : `${err.message}.`
+  const tool = new Error(`${err.code}: ${what}${next ? ` ${next}` : ''}`, { cause: err })
   Object.assign(tool, { code: err.code })
   return tool
 }

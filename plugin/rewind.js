@@ -79,8 +79,13 @@ export default class RewindService extends Service {
 
   /** @type {WeakMap<object, number>} agent → turn already warned in */
   #warned = new WeakMap()
-  /** @type {Set<number>} marks with nothing to fold: no more warnings for them */
-  #unfoldable = new Set()
+  /**
+   * Marks with nothing to fold: no more warnings for them. Not a `#private` field: `rewind()`
+   * is reached as `ctx.rewind.rewind(...)`, and cordis calls service methods with `this` bound
+   * to its tracing proxy, where reading a `#private` field throws a TypeError.
+   * @type {Set<number>}
+   */
+  unfoldable = new Set()
 
   /** @param {any} ctx @param {RewindConfig} config */
   constructor(ctx, config) {
@@ -122,7 +127,7 @@ export default class RewindService extends Service {
     } catch (e) {
       if (/** @type {any} */ (e)?.code === 'EMPTY_REGION') {
         const mark = await this.ctx.checkpoint.latestMark(session.id).catch(() => null)
-        if (mark && mark.foldedAt === null) this.#unfoldable.add(mark.id)
+        if (mark && mark.foldedAt === null) this.unfoldable.add(mark.id)
       }
       throw e
     }
@@ -133,7 +138,7 @@ export default class RewindService extends Service {
     const session = agent?.session
     if (!session || this.#warned.get(agent) === turn) return
     return this.ctx.checkpoint.latestMark(session.id).then((/** @type {any} */ mark) => {
-      if (!mark || mark.foldedAt !== null || this.#unfoldable.has(mark.id)) return
+      if (!mark || mark.foldedAt !== null || this.unfoldable.has(mark.id)) return
       this.#warned.set(agent, turn)
       agent.inject(
         createUserMessage({

@@ -141,8 +141,9 @@ export async function runTurn(agent, text) {
  * Appends model-shaped events to a detached real Session, as the agent loop would.
  */
 export class SessionBuilder {
-  constructor(id = 'built') {
-    this.session = Session.create(SessionId(id))
+  /** @param {string | Session} [session] a new detached session's id, or a session to extend (e.g. a real agent's) */
+  constructor(session = 'built') {
+    this.session = typeof session === 'string' ? Session.create(SessionId(session)) : session
     this.turn = 0
   }
   get seq() {
@@ -152,12 +153,15 @@ export class SessionBuilder {
   user(text, source = { kind: 'user' }) {
     return this.session.append('user/message', createUserMessage({ content: [{ type: 'text', text }], source }), { surfaceOp: 'append' }).seq
   }
-  /** @param {{text?: string, reasoning?: string, calls?: {id: string, name: string, args?: object}[]}} reply @returns {number} seq */
+  /** @param {{text?: string, reasoning?: string, calls?: {id: string, name: string, args?: object | string}[]}} reply (string args are raw JSON) @returns {number} seq */
   assistant(reply) {
     const content = []
     if (reply.reasoning) content.push({ type: 'reasoning', text: reply.reasoning })
     if (reply.text) content.push({ type: 'text', text: reply.text })
-    for (const c of reply.calls ?? []) content.push({ type: 'tool-call', id: CallId(c.id), name: c.name, arguments: JSON.stringify(c.args ?? {}) })
+    for (const c of reply.calls ?? []) {
+      const args = typeof c.args === 'string' ? c.args : JSON.stringify(c.args ?? {})
+      content.push({ type: 'tool-call', id: CallId(c.id), name: c.name, arguments: args })
+    }
     const message = createAssistantMessage({ content, source: { provider: 'scripted', model: 'm1' } })
     return this.session.append('assistant/message', { turn: this.turn, step: 1, message }, { surfaceOp: 'append' }).seq
   }
@@ -166,9 +170,16 @@ export class SessionBuilder {
     const message = createToolResultMessage({ callId: CallId(callId), content: [{ type: 'text', text: output }], isError })
     return this.session.append('tool/result', { turn: this.turn, step: 1, message }, { surfaceOp: 'append' }).seq
   }
-  /** A log-only event (moves the log length without touching the surface). */
-  logOnly() {
-    return this.session.append('step/start', { turn: this.turn, step: 1 }).seq
+  /** A log-only event (moves the log length without touching the surface); `step/start` by default. */
+  logOnly(type = 'step/start', data = { turn: this.turn, step: 1 }) {
+    return this.session.append(type, data).seq
+  }
+  /**
+   * A routed `request/header`, as the loop logs before a model call.
+   * @param {{provider: string, model: string}} config @param {{system?: string, tools?: object[]}} [extra] @returns {number} seq
+   */
+  header(config, extra = {}) {
+    return this.session.append('request/header', { header: { config, ...extra }, reason: 'initial' }).seq
   }
   /** Replaces surface nodes [start..end] by a summary, like compaction. @returns {number} seq */
   replace(start, end, text = 'compacted summary') {
