@@ -101,13 +101,12 @@ pub fn select(surface: &Surface, anchor: u64) -> Result<Region> {
     let mut end = limit;
     loop {
         let (mut new_start, mut new_end) = (start, end);
-        for i in start..end {
+        for (i, node) in nodes.iter().enumerate().take(end).skip(start) {
             match surface.opener_pos[i] {
                 Some(p) if p >= end => new_end = new_end.min(i),
                 Some(p) => new_start = new_start.min(p),
                 None => {}
             }
-            let node = &nodes[i];
             if node.kind == Kind::Assistant && node.opens > 0 {
                 let open = surface.answered[i] < node.opens;
                 let answered_past_end = surface.last_answer[i].is_some_and(|a| a >= end);

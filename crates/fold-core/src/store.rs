@@ -36,6 +36,9 @@ pub const UNIT_VERSION: u64 = 1;
 pub const MAX_OBJECTIVE_BYTES: usize = 4096;
 /// Largest session id accepted, in bytes of UTF-8.
 pub const MAX_SESSION_ID_BYTES: usize = 512;
+/// Largest mark id (2^53 - 1, the largest integer a JS number holds exactly). A file with a larger
+/// id or `nextId` past it is corrupt; a store whose ids are used up refuses new marks.
+pub const MAX_MARK_ID: u64 = (1 << 53) - 1;
 
 /// How many marks the store keeps, checked at every write.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -167,8 +170,13 @@ impl Document {
             None => 1,
             Some(v) => v
                 .as_u64()
-                .filter(|n| *n >= 1)
-                .ok_or_else(|| FoldError::corrupt(path, "`global.nextId` is not a positive integer"))?,
+                .filter(|n| (1..=MAX_MARK_ID + 1).contains(n))
+                .ok_or_else(|| {
+                    FoldError::corrupt(
+                        path,
+                        format!("`global.nextId` is not an integer from 1 to {}", MAX_MARK_ID + 1),
+                    )
+                })?,
         };
         let rows = match other_tables.remove("marks") {
             Some(Value::Object(rows)) => rows,
@@ -183,7 +191,7 @@ impl Document {
         for (key, row) in rows {
             let mark: MarkRecord =
                 serde_json::from_value(row).map_err(|e| FoldError::corrupt(path, format!("mark `{key}`: {e}")))?;
-            if key != mark.id.to_string() || mark.id == 0 {
+            if key != mark.id.to_string() || mark.id == 0 || mark.id > MAX_MARK_ID {
                 return Err(FoldError::corrupt(path, format!("mark `{key}` has id {}", mark.id)));
             }
             next_id = next_id.max(mark.id + 1);
@@ -578,6 +586,12 @@ impl Store {
                     log_length,
                     objective,
                 } => {
+                    if doc.next_id > MAX_MARK_ID {
+                        return Err(FoldError::corrupt(
+                            &self.path,
+                            format!("every mark id up to {MAX_MARK_ID} is used"),
+                        ));
+                    }
                     let mark = MarkRecord {
                         id: doc.next_id,
                         session_id: session_id.clone(),
@@ -621,7 +635,13 @@ impl Store {
         if dir.is_dir() {
             return Ok(());
         }
-        sys::create_private_dir(dir).map_err(|e| FoldError::io(dir, "cannot create the store directory", &e))
+        sys::create_private_dir(dir).map_err(|e| {
+            FoldError::io(
+                &self.path,
+                &format!("cannot create the store directory {}", dir.display()),
+                &e,
+            )
+        })
     }
 
     fn dir(&self) -> &Path {
@@ -645,24 +665,44 @@ impl Store {
         Ok(file)
     }
 
+    /// Deletes the temp files of writers that died between creating and renaming them (a kill,
+    /// a power cut). Every write happens under the file lock, which we hold, so any temp file of
+    /// this store is such a leftover. Best effort: a failure only leaves the garbage there.
+    fn remove_stale_temp_files(&self, name: &str) {
+        let prefix = format!(".{name}.");
+        let Ok(entries) = fs::read_dir(self.dir()) else { return };
+        for entry in entries.flatten() {
+            let file_name = entry.file_name();
+            let file_name = file_name.to_string_lossy();
+            if file_name.starts_with(&prefix) && file_name.ends_with(".tmp") {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+    }
+
     /// temp → write → fsync → rename → fsync dir. Returns the stamp of the file now in place.
+    /// Called with the file lock held.
     fn write_durably(&self, bytes: &[u8]) -> Result<FileStamp> {
         let name = self.path.file_name().unwrap_or_default().to_string_lossy();
+        self.remove_stale_temp_files(&name);
         let temp = self.path.with_file_name(format!(
             ".{name}.{}.{}.tmp",
             std::process::id(),
             self.temp_counter.fetch_add(1, Ordering::Relaxed)
         ));
+        // Errors name the store file (what the caller knows) and the temp file (what failed).
+        let temp_err = |what: &str, e: std::io::Error| {
+            FoldError::io(&self.path, &format!("{what} the temp file {}", temp.display()), &e)
+        };
         let result = (|| {
             let mut file = sys::private_options()
                 .write(true)
                 .create_new(true)
                 .open(&temp)
-                .map_err(|e| FoldError::io(&temp, "cannot create the temp file", &e))?;
-            file.write_all(bytes)
-                .map_err(|e| FoldError::io(&temp, "cannot write", &e))?;
-            file.sync_all().map_err(|e| FoldError::io(&temp, "cannot fsync", &e))?;
-            let stamp = FileStamp::of(&file.metadata().map_err(|e| FoldError::io(&temp, "cannot stat", &e))?);
+                .map_err(|e| temp_err("cannot create", e))?;
+            file.write_all(bytes).map_err(|e| temp_err("cannot write", e))?;
+            file.sync_all().map_err(|e| temp_err("cannot fsync", e))?;
+            let stamp = FileStamp::of(&file.metadata().map_err(|e| temp_err("cannot stat", e))?);
             fs::rename(&temp, &self.path)
                 .map_err(|e| FoldError::io(&self.path, "cannot rename the temp file over", &e))?;
             Ok(stamp)
@@ -672,7 +712,13 @@ impl Store {
             let _ = fs::remove_file(&temp);
             return result;
         }
-        sys::sync_dir(self.dir()).map_err(|e| FoldError::io(self.dir(), "cannot fsync the directory", &e))?;
+        sys::sync_dir(self.dir()).map_err(|e| {
+            FoldError::io(
+                &self.path,
+                &format!("cannot fsync the directory {}", self.dir().display()),
+                &e,
+            )
+        })?;
         result
     }
 }

@@ -22,6 +22,8 @@
 //! immutable event and keeps every record fixed-size. Decoding validates everything: a host bug
 //! must never become a wrong fold.
 
+use std::collections::HashMap;
+
 use crate::error::{FoldError, Result};
 
 pub const FORMAT: u32 = 1;
@@ -78,6 +80,50 @@ pub struct Surface {
     pub(crate) last_answer: Vec<Option<usize>>,
 }
 
+/// The surface position of each seq. One slot per event while that costs at most a few words per
+/// node; a map otherwise, so a snapshot that claims billions of events (a host bug, or hostile
+/// input) cannot make decoding allocate gigabytes.
+enum SeqIndex {
+    Dense(Vec<u32>),
+    Sparse(HashMap<u32, usize>),
+}
+
+/// Event counts up to this (or 8 per node) get the dense index: 4 MiB at most.
+const DENSE_MAX_EVENTS: usize = 1 << 20;
+
+impl SeqIndex {
+    fn new(event_count: u32, nodes: usize) -> Self {
+        let events = event_count as usize;
+        if events <= DENSE_MAX_EVENTS.max(nodes.saturating_mul(8)) {
+            Self::Dense(vec![NONE; events])
+        } else {
+            Self::Sparse(HashMap::with_capacity(nodes))
+        }
+    }
+
+    /// Records `seq` at `pos` (`seq` is below the event count); false when it was already there.
+    fn insert(&mut self, seq: u32, pos: usize) -> bool {
+        match self {
+            Self::Dense(slots) => {
+                let slot = &mut slots[seq as usize];
+                let fresh = *slot == NONE;
+                if fresh {
+                    *slot = pos as u32;
+                }
+                fresh
+            }
+            Self::Sparse(map) => map.insert(seq, pos).is_none(),
+        }
+    }
+
+    fn get(&self, seq: u32) -> Option<usize> {
+        match self {
+            Self::Dense(slots) => slots.get(seq as usize).filter(|p| **p != NONE).map(|p| *p as usize),
+            Self::Sparse(map) => map.get(&seq).copied(),
+        }
+    }
+}
+
 fn bad(what: impl std::fmt::Display) -> FoldError {
     FoldError::invalid(format!("invalid surface snapshot: {what}"))
 }
@@ -112,19 +158,18 @@ impl Surface {
             )));
         }
 
-        let mut pos_of_seq = vec![NONE; event_count as usize];
+        let mut pos_of_seq = SeqIndex::new(event_count, n);
         let mut nodes = Vec::with_capacity(n);
         for (i, w) in words[HEADER_WORDS..nodes_end].chunks_exact(NODE_WORDS).enumerate() {
             let [seq, origin, kind, chars, link] = [w[0], w[1], w[2], w[3], w[4]];
-            let slot = pos_of_seq.get_mut(seq as usize).ok_or_else(|| {
-                bad(format!(
+            if seq >= event_count {
+                return Err(bad(format!(
                     "node {i}: seq {seq} is not below the event count {event_count}"
-                ))
-            })?;
-            if *slot != NONE {
+                )));
+            }
+            if !pos_of_seq.insert(seq, i) {
                 return Err(bad(format!("seq {seq} appears twice on the surface")));
             }
-            *slot = i as u32;
             if origin > seq {
                 return Err(bad(format!("node {i}: origin {origin} is after its seq {seq}")));
             }
@@ -138,7 +183,8 @@ impl Surface {
             let (opens, opener) = match kind {
                 Kind::Assistant => (link, None),
                 Kind::ToolResult if link == 0 => (0, None),
-                Kind::ToolResult if link - 1 >= seq => {
+                // `link >= 1` here, so this is `link - 1 >= seq`: the opener is not before the result.
+                Kind::ToolResult if link > seq => {
                     return Err(bad(format!(
                         "node {i}: result {seq} answers a call of later event {}",
                         link - 1
@@ -163,10 +209,9 @@ impl Surface {
         let mut last_answer = vec![None; n];
         for (i, node) in nodes.iter().enumerate() {
             let Some(opener) = node.opener else { continue };
-            let Some(&p) = pos_of_seq.get(opener as usize).filter(|p| **p != NONE) else {
+            let Some(p) = pos_of_seq.get(opener) else {
                 continue;
             };
-            let p = p as usize;
             if nodes[p].kind != Kind::Assistant {
                 return Err(bad(format!(
                     "result {} is linked to {} which is not an assistant node",
@@ -191,10 +236,8 @@ impl Surface {
                 .filter(|&i| answered[i] < nodes[i].opens)
         } else {
             let p = pos_of_seq
-                .get(current_seq as usize)
-                .filter(|p| **p != NONE)
+                .get(current_seq)
                 .ok_or_else(|| bad(format!("current seq {current_seq} is not on the surface")))?;
-            let p = *p as usize;
             if nodes[p].kind != Kind::Assistant {
                 return Err(bad(format!("current seq {current_seq} is not an assistant node")));
             }
@@ -213,7 +256,7 @@ impl Surface {
             })
             .collect::<Vec<_>>();
         for report in &reports {
-            if pos_of_seq.get(report.seq as usize).is_none_or(|p| *p == NONE) {
+            if pos_of_seq.get(report.seq).is_none() {
                 return Err(bad(format!("report {} is not on the surface", report.seq)));
             }
         }
