@@ -40,6 +40,12 @@ export declare function completeFold(store: StoreRef, sessionId: string, markId:
 /** Decodes a sequence of concatenated Zstandard frames (a `session.jsonl.zstd` file). */
 export declare function decodeZstd(data: Uint8Array): Buffer
 
+/**
+ * The deterministic extractive report of a region: Findings, Files and Artifacts, Decisions,
+ * Unresolved Questions, Recommended Next Step, copied verbatim from the messages.
+ */
+export declare function extractiveReport(messagesJson: string, options?: ReportOptions | null): string
+
 /** Every error code dsh-fold can produce. */
 export declare function foldErrorCodes(): Array<string>
 
@@ -112,6 +118,21 @@ export interface NewMark {
 
 /** The commit-time check: does `snapshot` still select exactly `plan`'s region? */
 export declare function planMatches(plan: FoldPlan | FoldRegion, snapshot: Uint32Array): boolean
+
+/** Options of `extractiveReport`. */
+export interface ReportOptions {
+  /**
+   * Section names and fixed phrases of the report.
+   * @default 'en'
+   */
+  language?: 'en' | 'zh'
+  /**
+   * Upper bound of the report in UTF-16 units (JS `string.length`); the region's own visible
+   * size minus one bounds it further. Pass the fold's budget here.
+   * @default 4000
+   */
+  maxChars?: number
+}
 
 /** Folds everything since the session's latest mark into the host's report. */
 export declare function rewind(store: StoreRef, sessionId: string, host: RewindHost, options?: { maxSummarizationRetries?: number; signal?: AbortSignal }): Promise<RewindResult>

@@ -837,6 +837,7 @@ module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __n
 module.exports = nativeBinding
 module.exports.completeFold = nativeBinding.completeFold
 module.exports.decodeZstd = nativeBinding.decodeZstd
+module.exports.extractiveReport = nativeBinding.extractiveReport
 module.exports.foldErrorCodes = nativeBinding.foldErrorCodes
 module.exports.hasActive = nativeBinding.hasActive
 module.exports.hasActiveSync = nativeBinding.hasActiveSync

@@ -14,6 +14,7 @@ pub mod error;
 pub mod fold;
 pub mod locks;
 pub mod region;
+pub mod report;
 pub mod store;
 pub mod surface;
 pub mod zstd;
