@@ -47,6 +47,72 @@ impl<'a> Lexer<'a> {
         }
         Ok(out)
     }
+
+    fn number(&mut self) -> Result<Token, LexError> {
+        let start = self.pos;
+        while matches!(self.peek(), Some(c) if c.is_ascii_digit() || c == '.') {
+            self.bump();
+        }
+        let text = &self.src[start..self.pos];
+        text.parse::<f64>().map(Token::Number).map_err(|_| LexError::BadNumber(start))
+    }
+
+    fn ident(&mut self) -> Token {
+        let start = self.pos;
+        while matches!(self.peek(), Some(c) if c.is_ascii_alphanumeric() || c == '_') {
+            self.bump();
+        }
+        Token::Ident(self.src[start..self.pos].to_owned())
+    }
+
+    fn peek(&self) -> Option<char> {
+        self.src[self.pos..].chars().next()
+    }
+
+    fn bump(&mut self) {
+        if let Some(c) = self.peek() {
+            self.pos += c.len_utf8();
+        }
+    }
+}
+
+#[derive(Debug, PartialEq)]
+pub enum LexError {
+    Unexpected(char, usize),
+    BadNumber(usize),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lex(src: &str) -> Result<Vec<Token>, LexError> {
+        Lexer::new(src).tokenize().map(|t| t.into_iter().map(|(t, _)| t).collect())
+    }
+
+    #[test]
+    fn numbers() {
+        assert_eq!(lex("1 2.5"), Ok(vec![Token::Number(1.0), Token::Number(2.5)]));
+    }
+
+    #[test]
+    fn operators() {
+        assert_eq!(lex("+-*/"), Ok("+-*/".chars().map(Token::Op).collect()));
+    }
+
+    #[test]
+    fn ascii_ident() {
+        assert_eq!(lex("foo_bar1"), Ok(vec![Token::Ident("foo_bar1".into())]));
+    }
+
+    #[test]
+    fn unicode_ident() {
+        assert_eq!(
+            Lexer::new("été").tokenize(),
+            Ok(vec![(Token::Ident("été".into()), Span::new(0, 5))])
+        );
+    }
+}
 `
 
 const TEST_RUN = `   Compiling parser v0.4.1 (/work/app/crates/parser)

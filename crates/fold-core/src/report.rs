@@ -846,6 +846,16 @@ fn join_text(blocks: &[Block]) -> String {
 /// or ending a name before one `:` (`TypeError:`), or a non-ASCII cue (`✗`) anywhere. So code
 /// identifiers (`ParseError::TooDeep`, `isError`) are not errors.
 fn is_error_line(line: &str) -> bool {
+    // A test runner's success line names its test, and a test named `errors` or `fails_on_eof`
+    // passing is not a failure: `test eval::errors ... ok` (libtest), `ok 3 - errors` (TAP),
+    // `✓ errors` / `✔ errors` (mocha, node --test, vitest).
+    let trimmed = line.trim();
+    if ends_with_ci(trimmed.as_bytes(), b"... ok")
+        || starts_with_ci(trimmed.as_bytes(), b"ok ")
+        || trimmed.starts_with(['✓', '✔'])
+    {
+        return false;
+    }
     /// Bit `x - 'a'` is set when an ASCII cue starts with `x`.
     const FIRST: u32 = {
         let mut m = 0u32;
@@ -1344,6 +1354,15 @@ enum Take {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn test_runner_success_lines_are_not_errors() {
+        assert!(!is_error_line("test eval::tests::errors ... ok"));
+        assert!(!is_error_line("ok 3 - reports errors"));
+        assert!(!is_error_line("  ✔ fails on eof (2ms)"));
+        assert!(is_error_line("test lexer::tests::unicode_ident ... FAILED"));
+        assert!(is_error_line("not ok 4 - errors on eof"));
+    }
     use super::*;
 
     const RUST: &str = include_str!("../../../__test__/fixtures/report/rust-build-failure.json");
