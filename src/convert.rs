@@ -145,7 +145,7 @@ pub fn string(v: &Unknown<'_>, name: &str) -> napi::Result<CoreResult<String>> {
             describe(v)?
         ))));
     }
-    Ok(Ok(cast::<String>(&v)?))
+    Ok(Ok(cast::<String>(v)?))
 }
 
 /// An optional string argument (`undefined` and `null` are absent).
@@ -165,7 +165,7 @@ pub fn integer(v: &Unknown<'_>, name: &str, max: f64) -> napi::Result<CoreResult
             describe(v)?
         ))));
     }
-    let n = cast::<f64>(&v)?;
+    let n = cast::<f64>(v)?;
     if !(n.is_finite() && n.fract() == 0.0 && (0.0..=max).contains(&n)) {
         return Ok(Err(FoldError::invalid(format!(
             "{name} must be an integer from 0 to {max}, got {n}"
@@ -177,7 +177,7 @@ pub fn integer(v: &Unknown<'_>, name: &str, max: f64) -> napi::Result<CoreResult
 /// A short description of a JS value for error messages (never its whole content).
 pub fn describe(v: &Unknown<'_>) -> napi::Result<String> {
     Ok(match type_of(v)? {
-        ValueType::Number => format!("the number {}", cast::<f64>(&v)?),
+        ValueType::Number => format!("the number {}", cast::<f64>(v)?),
         ValueType::String => "a string".into(),
         t => format!("{t}").to_lowercase(),
     })
@@ -186,9 +186,9 @@ pub fn describe(v: &Unknown<'_>) -> napi::Result<String> {
 /// The `store` argument: a path string, or `{ path, maxMarksPerSession?, maxAgeDays? }`.
 pub fn store(v: &Unknown<'_>) -> napi::Result<CoreResult<Arc<Store>>> {
     let (path, limits) = match type_of(v)? {
-        ValueType::String => (cast::<String>(&v)?, None),
+        ValueType::String => (cast::<String>(v)?, None),
         ValueType::Object => {
-            let obj = cast::<Object>(&v)?;
+            let obj = cast::<Object>(v)?;
             let path: Unknown = obj.get_named_property("path")?;
             let path = match string(&path, "store.path")? {
                 Ok(p) => p,
@@ -231,7 +231,7 @@ pub fn store(v: &Unknown<'_>) -> napi::Result<CoreResult<Arc<Store>>> {
 /// Reads a `Uint32Array` snapshot argument.
 pub fn snapshot(v: &Unknown<'_>) -> napi::Result<CoreResult<Vec<u32>>> {
     let is_u32 = type_of(v)? == ValueType::Object && v.is_typedarray()? && {
-        let typed = cast::<Uint32ArraySlice>(&v);
+        let typed = cast::<Uint32ArraySlice>(v);
         typed.is_ok()
     };
     if !is_u32 {
@@ -240,6 +240,6 @@ pub fn snapshot(v: &Unknown<'_>) -> napi::Result<CoreResult<Vec<u32>>> {
             describe(v)?
         ))));
     }
-    let typed = cast::<Uint32ArraySlice>(&v)?;
+    let typed = cast::<Uint32ArraySlice>(v)?;
     Ok(Ok(typed.as_ref().to_vec()))
 }

@@ -2,10 +2,12 @@
 //! the result; every rule lives in `crates/fold-core`. Errors are JS `Error`s with a stable
 //! `code` (see `FoldError::code`), rejected or thrown on the JS thread.
 
+mod abort;
 mod convert;
 mod host;
 mod report;
 mod zstd;
+pub use crate::zstd::decode_zstd;
 
 use std::sync::{Arc, Mutex};
 
@@ -18,6 +20,7 @@ use napi::bindgen_prelude::*;
 use napi::{Env, ValueType};
 use napi_derive::napi;
 
+use crate::abort::SignalListener;
 use crate::convert::{promise, rejected, throw, CoreResult};
 pub use crate::host::{FoldPlan, FoldRegion, SummaryReply, SummaryUsage};
 pub use crate::report::{extractive_report, ReportOptions};
@@ -349,14 +352,8 @@ pub fn rewind<'e>(
     // The signal is checked now; its listener is added only once the snapshot is taken, so a
     // rejection before the fold starts leaves nothing attached to a long-lived signal.
     if let Some(signal) = &signal {
-        let aborted: Unknown = signal.get_named_property("aborted")?;
-        let add: Unknown = signal.get_named_property("addEventListener")?;
-        let remove: Unknown = signal.get_named_property("removeEventListener")?;
-        if aborted.get_type()? != ValueType::Boolean
-            || add.get_type()? != ValueType::Function
-            || remove.get_type()? != ValueType::Function
-        {
-            return rejected(env, FoldError::invalid("options.signal must be an AbortSignal"));
+        if let Err(e) = abort::check(signal)? {
+            return rejected(env, e);
         }
     }
 
@@ -394,25 +391,11 @@ pub fn rewind<'e>(
         }
     };
 
-    // The abort: fire the core's flag from the signal's `abort` event (or now, if it already fired).
     let abort = Abort::default();
-    let mut listener = None;
-    if let Some(signal) = &signal {
-        let aborted: Unknown = signal.get_named_property("aborted")?;
-        if aborted.get_type()? == ValueType::Boolean && convert::cast::<bool>(&aborted)? {
-            abort.fire();
-        } else {
-            let fire = abort.clone();
-            let f = env.create_function_from_closure::<(), (), _>("onAbort", move |_| {
-                fire.fire();
-                Ok(())
-            })?;
-            let add: Function<FnArgs<(&str, Function<(), ()>)>, ()> = signal.get_named_property("addEventListener")?;
-            add.apply(signal, FnArgs::from(("abort", f)))?;
-            listener = Some(f.create_ref()?);
-        }
-    }
-    let signal_ref = signal.as_ref().map(|s| s.create_ref::<false>()).transpose()?;
+    let listener = signal
+        .as_ref()
+        .map(|s| SignalListener::attach(env, s, &abort))
+        .transpose()?;
 
     let cause = Arc::new(Mutex::new(None));
     let mut js_host = host::JsHost {
@@ -432,18 +415,8 @@ pub fn rewind<'e>(
         env,
         async move { fold::rewind(&store, &session_id, &mut js_host, options, &abort).await },
         move |env, out| {
-            // Detach from the signal whatever happened, and drop our reference to it: an
-            // `ObjectRef` is not released by `Drop`, so without `unref` every signal ever passed
-            // to `rewind` (and what it holds) would stay alive.
-            let signal = signal_ref.as_ref().map(|r| r.get_value(env)).transpose()?;
-            if let Some(r) = signal_ref {
-                r.unref(env)?;
-            }
-            if let (Some(signal), Some(listener)) = (&signal, &listener) {
-                let remove: Function<FnArgs<(&str, Function<(), ()>)>, ()> =
-                    signal.get_named_property("removeEventListener")?;
-                remove.apply(signal, FnArgs::from(("abort", listener.borrow_back(env)?)))?;
-            }
+            // Detach from the signal whatever happened.
+            let reason = listener.map(|l| l.detach(env)).transpose()?;
             let err = match out {
                 Ok(r) => {
                     return Ok(RewindResult {
@@ -458,10 +431,7 @@ pub fn rewind<'e>(
                 Err(err) => err,
             };
             let cause = match &err {
-                FoldError::Aborted(_) => match &signal {
-                    Some(s) => Some(s.get_named_property::<Unknown>("reason")?),
-                    None => None,
-                },
+                FoldError::Aborted(_) => reason,
                 FoldError::SummarizeFailed(_) | FoldError::HostFailed(_) => cause
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
