@@ -7,7 +7,7 @@
  *
  * Exit codes: 0 ok; 1 the fold itself failed (e.g. NO_CHECKPOINT, EMPTY_REGION);
  * 64 bad usage; 65 a log or store that cannot be read (corrupt, newer format);
- * 66 a file that does not exist.
+ * 66 a file that does not exist; 70 an internal error (a bug: the stack is printed).
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -31,6 +31,9 @@ Usage:
 
 Exit codes: 0 ok, 1 fold failed (NO_CHECKPOINT, EMPTY_REGION, ...), 64 bad usage,
 65 unreadable or newer-format log/store, 66 missing file.`
+
+/** The largest anchor the engine takes (a u32 log length; 0xFFFF_FFFF is its "none"). */
+const MAX_ANCHOR = 0xffff_fffe
 
 class CliError extends Error {
   /** @param {string} message @param {number} exit */
@@ -103,6 +106,7 @@ async function marks(opts) {
   const { defaultStorePath } = await import('../plugin/checkpoint.js').catch(() => ({ defaultStorePath: undefined }))
   const store = /** @type {string} */ (opts.store ?? defaultStorePath?.() ?? path.join(process.env.DSH_HOME ?? path.join(process.env.HOME ?? '', '.dsh'), 'storages', 'checkpoint.json'))
   if (!existsSync(store)) throw new CliError(`no checkpoint store at ${store}`, 66)
+  if (opts.session === '') throw new CliError('--session needs a non-empty session id', 64)
   const list = await addon.listMarks(store, /** @type {string | undefined} */ (opts.session) ?? null).catch(storeError)
   if (opts.json) return print(list, true)
   if (!list.length) return console.log(`no marks${opts.session ? ` for session ${opts.session}` : ''} in ${store}`)
@@ -193,14 +197,19 @@ async function fold(opts) {
   let anchor
   let markId = null
   if (opts.anchor !== undefined) {
-    anchor = Number(opts.anchor)
-    if (!Number.isInteger(anchor) || anchor < 0) throw new CliError('--anchor must be a non-negative integer', 64)
+    // Decimal digits only: Number() would take '' as 0 (a fold from the log's start), '1e1', '0x10'.
+    anchor = /^\d+$/.test(String(opts.anchor)) ? Number(opts.anchor) : NaN
+    if (!(anchor <= MAX_ANCHOR)) throw new CliError(`--anchor must be an integer from 0 to ${MAX_ANCHOR}`, 64)
   } else {
     const { defaultStorePath } = await import('../plugin/checkpoint.js')
     const store = /** @type {string} */ (opts.store ?? defaultStorePath())
     if (!existsSync(store)) throw new CliError(`no checkpoint store at ${store}; pass --store PATH or --anchor N`, 66)
     const mark = await addon.latestMark(store, header.id).catch(storeError)
     if (!mark) throw new CliError(`NO_CHECKPOINT: session ${header.id} has no mark in ${store}; pass --anchor N to try a log length`, 1)
+    // As `rewind` does: the latest mark already folded leaves nothing to fold.
+    if (mark.foldedAt !== null) {
+      throw new CliError(`EMPTY_REGION: checkpoint mark ${mark.id} of session ${header.id} was already folded; pass --anchor ${mark.logLength} to dry-run it anyway`, 1)
+    }
     anchor = mark.logLength
     markId = mark.id
   }
