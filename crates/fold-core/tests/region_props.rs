@@ -262,7 +262,9 @@ fn build(case: &Case) -> Built {
         _ => groups
             .iter_mut()
             .rev()
-            .find(|g| g[0].kind == Kind::Assistant && g.len() > 1)
+            // A step whose group is exactly its assistant node and that node's results (an
+            // unaligned compaction can leave other shapes, whose tail is not one call's answers).
+            .find(|g| g[0].kind == Kind::Assistant && g.len() > 1 && g[1..].iter().all(|n| n.opener == Some(g[0].seq)))
             .map(|g| (g[0].seq, g.split_off(1).len())),
     };
     let mut nodes = groups.concat();

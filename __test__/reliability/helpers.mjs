@@ -1,0 +1,317 @@
+// @ts-check
+/**
+ * @module __test__/reliability/helpers
+ * Shared pieces of the reliability suites: the addon, temp stores, a reader of the store file
+ * that does not go through the addon, the surface snapshot encoder (format of
+ * crates/fold-core/src/surface.rs), a JS RewindHost, tmpfs mounts, and the child-process worker.
+ *
+ * Run as a script (`node helpers.mjs '<json spec>'`), this file IS the worker the crash and
+ * concurrency suites spawn: it marks / stamps / folds in a loop and prints one line per
+ * acknowledged operation, after its promise resolved:
+ *   `m <id> <sessionId>`  a mark resolved       `f <id>`  completeFold resolved true
+ *   `r <id>`              a rewind resolved (the mark is folded)
+ * and `ready` before the loop (then waits for a `go` line on stdin when `spec.waitGo`), `done` at the end.
+ */
+import assert from 'node:assert/strict'
+import { spawn, spawnSync } from 'node:child_process'
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const require = createRequire(import.meta.url)
+export const addonPath = path.resolve(import.meta.dirname, '..', '..')
+/** @type {typeof import('../../index.js')} */
+export const fold = require(addonPath)
+export const HELPERS = fileURLToPath(import.meta.url)
+
+// ---- temp places ---------------------------------------------------------------------------
+
+/** Temp directories of this process, removed when it exits. */
+const made = new Set()
+process.on('exit', () => {
+  for (const dir of made) rmSync(dir, { recursive: true, force: true })
+})
+
+/** A fresh temp directory under `base` (default: the OS temp dir), removed at exit. */
+export function tempDir(prefix = 'dsh-fold-rel-', base = tmpdir()) {
+  const dir = mkdtempSync(path.join(base, prefix))
+  made.add(dir)
+  return dir
+}
+
+/** A fresh store path (the directory is created by the first write). */
+export const tempStore = (base = tmpdir()) => path.join(tempDir('dsh-fold-rel-', base), 'storages', 'checkpoint.json')
+
+/** A tmpfs-backed directory when there is one (/dev/shm), else the OS temp dir. */
+export function memoryBackedBase() {
+  try {
+    if (statSync('/dev/shm').isDirectory()) {
+      rmSync(mkdtempSync('/dev/shm/dsh-fold-probe-'), { recursive: true })
+      return '/dev/shm'
+    }
+  } catch {}
+  return tmpdir()
+}
+
+// ---- the store file, read without the addon --------------------------------------------------
+
+/**
+ * Parses the store file the way DSH tooling would and checks the unit.
+ * @param {string} file
+ * @returns {{nextId: number, marks: Map<number, {id: number, sessionId: string, logLength: number, foldedAt: number | null, createdAt: number}>, raw: Buffer}}
+ */
+export function readStoreFile(file) {
+  const raw = readFileSync(file)
+  const doc = JSON.parse(raw.toString('utf8'))
+  assert.deepEqual(doc.unit, { name: 'checkpoint', version: 1 }, `${file}: unit`)
+  assert.equal(typeof doc.global?.nextId, 'number', `${file}: global.nextId`)
+  const marks = new Map()
+  for (const [key, mark] of Object.entries(doc.tables?.marks ?? {})) {
+    assert.equal(String(mark.id), key, `${file}: mark key ${key}`)
+    assert.ok(mark.id < doc.global.nextId, `${file}: mark ${mark.id} is not below nextId ${doc.global.nextId}`)
+    marks.set(mark.id, mark)
+  }
+  return { nextId: doc.global.nextId, marks, raw }
+}
+
+/** The file's bytes and inode (a rename-over changes the inode even for equal bytes), or null. */
+export function fileState(file) {
+  if (!existsSync(file)) return null
+  return { bytes: readFileSync(file).toString('base64'), ino: statSync(file).ino }
+}
+
+/** Temp files a write left next to the store (`.<name>.<pid>.<n>.tmp`). */
+export function strayTempFiles(file) {
+  const dir = path.dirname(file)
+  const prefix = `.${path.basename(file)}.`
+  if (!existsSync(dir)) return []
+  return spawnSync('ls', ['-A', dir], { encoding: 'utf8' })
+    .stdout.split('\n')
+    .filter((f) => f.startsWith(prefix) && f.endsWith('.tmp'))
+}
+
+// ---- coded errors ----------------------------------------------------------------------------
+
+/** Asserts `e` is a dsh-fold error with `code` (and a message matching `message`, if given). */
+export function assertCoded(e, code, message) {
+  assert.ok(fold.isFoldError(e), `not a fold error: ${e?.stack ?? e}`)
+  assert.equal(e.code, code, e.message)
+  if (message) assert.match(e.message, message)
+  return true
+}
+
+/** Runs `call` (sync or async) and returns what it threw or rejected with, or fails. */
+export async function failure(call) {
+  let value
+  try {
+    value = await call()
+  } catch (e) {
+    return e
+  }
+  assert.fail(`expected a failure, got ${JSON.stringify(value)}`)
+}
+
+// ---- surface snapshots -----------------------------------------------------------------------
+
+export const NONE = 0xffff_ffff
+export const KIND = { other: 0, user: 1, assistant: 2, result: 3 }
+
+/**
+ * Encodes a surface snapshot (crates/fold-core/src/surface.rs, version 1): header
+ * [FORMAT, eventCount, current, N], 5 words per node [seq, origin, kind, chars, link],
+ * then [R] and 6 words per report [seq, markId, foldedNodes, startSeq, endSeq, foldedChars].
+ * `link`: an assistant's number of calls; a result's 1 + opener seq (0: unknown).
+ * @param {{seq: number, origin?: number, kind?: number, chars?: number, link?: number}[]} nodes
+ * @param {{events?: number, current?: number, reports?: number[][], format?: number}} [options]
+ */
+export function encodeSurface(nodes, { events, current = NONE, reports = [], format = 1 } = {}) {
+  const words = [format, events ?? Math.max(-1, ...nodes.map((n) => n.seq)) + 1, current, nodes.length]
+  for (const n of nodes) words.push(n.seq, n.origin ?? n.seq, n.kind ?? KIND.other, n.chars ?? 0, n.link ?? 0)
+  words.push(reports.length)
+  for (const r of reports) words.push(...r)
+  return Uint32Array.from(words)
+}
+
+export const user = (seq, chars = 10, extra = {}) => ({ seq, kind: KIND.user, chars, ...extra })
+export const assistant = (seq, calls, chars = 10) => ({ seq, kind: KIND.assistant, chars, link: calls })
+export const result = (seq, opener, chars = 10) => ({ seq, kind: KIND.result, chars, link: opener + 1 })
+
+/**
+ * The surface of one exploration, as a session would have it when `rewind` is called:
+ * the user's request, the checkpoint call and result (the mark is taken at log length
+ * `anchor` = their result's seq), `steps` explored call/result pairs of `chars` each, and the
+ * assistant message carrying the rewind call (current, its call still open).
+ */
+export function explorationSurface(anchor = 3, { steps = 1, chars = 500 } = {}) {
+  const nodes = [user(0, 40)]
+  for (let s = 1; s < anchor - 1; s++) nodes.push(user(s, 5))
+  nodes.push(assistant(anchor - 1, 1, 12), result(anchor, anchor - 1, 8))
+  let seq = anchor + 1
+  for (let i = 0; i < steps; i++, seq += 2) nodes.push(assistant(seq, 1, chars / 10), result(seq + 1, seq, chars))
+  nodes.push(assistant(seq, 1, 10))
+  return encodeSurface(nodes, { events: seq + 1, current: seq })
+}
+
+/**
+ * A RewindHost over a fixed snapshot: `summarize` answers `report` at once, `commit` re-checks
+ * with `planMatches` as a real host must. `over` replaces any callback.
+ * @param {Uint32Array} snapshot
+ * @param {Partial<import('../../index.js').RewindHost>} [over]
+ */
+export function jsHost(snapshot, over = {}, report = 'the exploration, condensed') {
+  return {
+    snapshot: () => snapshot,
+    summarize: async () => report,
+    commit: (plan) => (fold.planMatches(plan, snapshot) ? 'committed' : 'changed'),
+    ...over,
+  }
+}
+
+// ---- tmpfs -----------------------------------------------------------------------------------
+
+/**
+ * Mounts a tmpfs of `size` on a fresh directory. Returns `{dir}` or `{reason}` (not root, no
+ * mount(8), no permission in this container...).
+ * @returns {{dir: string, reason?: undefined} | {dir?: undefined, reason: string}}
+ */
+export function mountTmpfs(size = '64k') {
+  if (process.platform !== 'linux') return { reason: `tmpfs mounts need Linux (this is ${process.platform})` }
+  if (process.getuid?.() !== 0) return { reason: 'mounting a tmpfs needs root' }
+  const dir = tempDir('dsh-fold-tmpfs-')
+  const r = spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${size},mode=0700`, 'tmpfs', dir], { encoding: 'utf8' })
+  if (r.status !== 0) {
+    rmSync(dir, { recursive: true, force: true })
+    return { reason: `mount -t tmpfs failed: ${(r.stderr || r.error?.message || `exit ${r.status}`).trim()}` }
+  }
+  return { dir }
+}
+
+/** `mount -o remount,<flags> dir`; returns an error string or null. */
+export function remount(dir, flags) {
+  const r = spawnSync('mount', ['-o', `remount,${flags}`, dir], { encoding: 'utf8' })
+  return r.status === 0 ? null : (r.stderr || r.error?.message || `exit ${r.status}`).trim()
+}
+
+export function unmount(dir) {
+  spawnSync('umount', [dir])
+  rmSync(dir, { recursive: true, force: true })
+}
+
+// ---- memory ----------------------------------------------------------------------------------
+
+/** A full GC when node was not started with --expose-gc. */
+export async function collectGarbage() {
+  const v8 = await import('node:v8')
+  const vm = await import('node:vm')
+  v8.setFlagsFromString('--expose-gc')
+  const gc = vm.runInNewContext('gc')
+  for (let i = 0; i < 3; i++) {
+    gc()
+    await new Promise((r) => setImmediate(r))
+  }
+}
+
+export const rssMiB = () => process.memoryUsage().rss / 1048576
+
+// ---- the worker ------------------------------------------------------------------------------
+
+/**
+ * @typedef {object} WorkerSpec
+ * @property {string | {path: string, maxMarksPerSession?: number}} store
+ * @property {string[]} sessions  one chain of operations per session, run concurrently
+ * @property {number} [count]     operations per chain (default: until killed)
+ * @property {'mark' | 'mark+complete' | 'mark+rewind'} ops
+ * @property {boolean} [waitGo]   wait for a `go` line on stdin before starting
+ */
+
+/**
+ * Spawns a worker; resolves when it exits with its acknowledged lines.
+ * `onReady(child)` runs when it printed `ready`.
+ * @param {WorkerSpec} spec
+ * @param {(child: import('node:child_process').ChildProcess) => void} [onReady]
+ * @returns {Promise<{code: number | null, signal: string | null, lines: string[], stderr: string}>}
+ */
+export function runWorker(spec, onReady) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [HELPERS, JSON.stringify(spec)], { stdio: ['pipe', 'pipe', 'pipe'] })
+    let out = ''
+    let stderr = ''
+    let ready = false
+    child.stdout.setEncoding('utf8')
+    child.stdout.on('data', (d) => {
+      out += d
+      if (!ready && out.includes('ready\n')) {
+        ready = true
+        onReady?.(child)
+      }
+    })
+    child.stderr.on('data', (d) => (stderr += d))
+    child.stdin.on('error', () => {}) // EPIPE when it is killed before reading `go`
+    child.on('error', reject)
+    // 'close' (not 'exit'): every line the worker wrote before it died has been read.
+    child.on('close', (code, signal) => resolve({ code, signal, lines: out.split('\n').filter(Boolean), stderr }))
+  })
+}
+
+/** Groups a worker's lines: ids marked (with their session), stamped, folded. */
+export function parseAcks(lines) {
+  const marked = []
+  const stamped = []
+  const folded = []
+  for (const line of lines) {
+    const [tag, id, session] = line.split(' ')
+    if (tag === 'm') marked.push({ id: Number(id), session })
+    else if (tag === 'f') stamped.push(Number(id))
+    else if (tag === 'r') folded.push(Number(id))
+  }
+  return { marked, stamped, folded }
+}
+
+/** @param {WorkerSpec} spec */
+async function worker(spec) {
+  if (spec.waitGo) {
+    const go = new Promise((resolve) => {
+      let input = ''
+      process.stdin.setEncoding('utf8')
+      process.stdin.on('data', (d) => {
+        input += d
+        if (input.includes('go\n')) resolve(undefined)
+      })
+    })
+    process.stdout.write('ready\n')
+    await go
+    process.stdin.pause()
+  } else {
+    process.stdout.write('ready\n')
+  }
+  const count = spec.count ?? Infinity
+  // pipes are synchronous on Linux: once write() returns the parent will read the line
+  const ack = (line) => process.stdout.write(`${line}\n`)
+  const chain = async (session) => {
+    const anchor = 3
+    const snapshot = explorationSurface(anchor)
+    for (let i = 0; i < count; i++) {
+      const m = await fold.mark(spec.store, session, anchor, `step ${i}`)
+      ack(`m ${m.id} ${session}`)
+      if (spec.ops === 'mark+complete') {
+        if (!(await fold.completeFold(spec.store, session, m.id))) throw new Error(`completeFold(${m.id}) was false`)
+        ack(`f ${m.id}`)
+      } else if (spec.ops === 'mark+rewind') {
+        const r = await fold.rewind(spec.store, session, jsHost(snapshot))
+        if (r.markId !== m.id) throw new Error(`rewind folded ${r.markId}, expected ${m.id}`)
+        ack(`r ${m.id}`)
+      }
+    }
+  }
+  await Promise.all(spec.sessions.map(chain))
+  ack('done')
+}
+
+if (process.argv[1] === HELPERS) {
+  worker(JSON.parse(process.argv[2])).catch((e) => {
+    process.stderr.write(`worker failed: ${e?.stack ?? e} (code ${e?.code})\n`)
+    process.exit(3)
+  })
+}
