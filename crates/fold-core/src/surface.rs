@@ -53,6 +53,20 @@ pub struct Node {
     pub opener: Option<u32>,
 }
 
+impl Node {
+    /// A node standing for its own event only, linked to no call.
+    pub fn new(seq: u32, kind: Kind, chars: u32) -> Self {
+        Self {
+            seq,
+            origin: seq,
+            kind,
+            chars,
+            opens: 0,
+            opener: None,
+        }
+    }
+}
+
 /// A rewind report already on the surface (its source names the mark it folded).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Report {

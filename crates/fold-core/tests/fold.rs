@@ -17,14 +17,7 @@ use tokio::sync::Notify;
 const SESSION: &str = "session-1";
 
 fn node(seq: u32, kind: Kind, chars: u32) -> Node {
-    Node {
-        seq,
-        origin: seq,
-        kind,
-        chars,
-        opens: 0,
-        opener: None,
-    }
+    Node::new(seq, kind, chars)
 }
 
 fn user(seq: u32, chars: u32) -> Node {

@@ -8,14 +8,7 @@ use fold_core::region::{self, Region, NOTHING_AFTER_MARK, NOTHING_BEFORE_REWIND}
 use fold_core::surface::{Kind, Node, Report, Surface, NONE};
 
 fn node(seq: u32, kind: Kind, chars: u32) -> Node {
-    Node {
-        seq,
-        origin: seq,
-        kind,
-        chars,
-        opens: 0,
-        opener: None,
-    }
+    Node::new(seq, kind, chars)
 }
 
 fn user(seq: u32) -> Node {

@@ -132,14 +132,7 @@ fn case() -> impl Strategy<Value = Case> {
 }
 
 fn node(seq: u32, kind: Kind, chars: u32) -> Node {
-    Node {
-        seq,
-        origin: seq,
-        kind,
-        chars,
-        opens: 0,
-        opener: None,
-    }
+    Node::new(seq, kind, chars)
 }
 
 /// A surface as a host would snapshot it.
