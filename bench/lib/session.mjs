@@ -1,0 +1,250 @@
+/**
+ * @module bench/lib/session
+ * Realistic DSH sessions for the benchmarks, built with the real `@deepseek-ai/dsh-session`
+ * `Session` and the real message constructors of `@deepseek-ai/dsh-llm`, in the shape the
+ * real agent loop (`@deepseek-ai/dsh-agent-loop`) writes:
+ *
+ *   request/header + request/context once; per turn `turn/start`, steps, `turn/end`;
+ *   per step `step/start`, the user prompt (first step), `assistant/chunk` deltas (log-only),
+ *   `assistant/message` (sourceEventSeqs = its chunks), then per tool call `tool/call`
+ *   (log-only) and `tool/result` (sourceEventSeqs = [its call]), `step/end`.
+ *
+ * Assistant messages carry reasoning and/or text and 0–4 PARALLEL tool calls; results vary
+ * in size (half small, a third medium, a sixth large: 40 B to 24 KB). Before the fold, a
+ * compaction replacement (`user/message` with `surfaceOp: replace` over the oldest ~70 % of
+ * the surface, source `{kind:'plugin', plugin:'compact'}`) is appended, as in real long
+ * sessions; then a turn with a `checkpoint` call (the mark is taken between its `tool/call`
+ * and its `tool/result`, as the real tool runs), an exploration of 10 steps with parallel
+ * calls, and the assistant message carrying the `rewind` call with its `tool/call` logged:
+ * the fold runs at that point.
+ *
+ * The session is recorded once as a list of `append` calls and replayed into a fresh
+ * `Session` for every measured fold (identical seqs, data and surface), outside the timed
+ * region. Everything is deterministic (seeded PRNG).
+ */
+import { CallId, createAssistantMessage, createToolResultMessage, createUserMessage } from '@deepseek-ai/dsh-llm'
+import { Session, SessionId } from '@deepseek-ai/dsh-session'
+
+/** mulberry32: a small deterministic PRNG. @param {number} seed */
+export function prng(seed) {
+  let a = seed >>> 0
+  const next = () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+  return {
+    next,
+    /** integer in [lo, hi] */
+    int: (/** @type {number} */ lo, /** @type {number} */ hi) => lo + Math.floor(next() * (hi - lo + 1)),
+    chance: (/** @type {number} */ p) => next() < p,
+  }
+}
+
+const WORDS = (
+  'the function returns a promise that resolves once the store file is durable on disk and the ' +
+  'surface snapshot lists every node in model order so the region ends before the current step ' +
+  'src/lib.rs crates/fold-core/src/region.rs error TypeError cannot read property of undefined at ' +
+  'line 42 column 7 grep -rn needle haystack cargo test passed 12 failed 0 ignored 3 warning unused ' +
+  'import let mut seqs Vec u32 with_capacity fn select surface anchor origin pairing closure result'
+).split(' ')
+
+/** A pool of pseudo-prose to slice text from (one big string; slices are cheap). */
+function textPool(rand, chars) {
+  const parts = []
+  let n = 0
+  while (n < chars) {
+    const w = WORDS[rand.int(0, WORDS.length - 1)]
+    parts.push(w)
+    n += w.length + 1
+  }
+  return parts.join(' ')
+}
+
+/**
+ * Records a realistic session ending at the rewind call.
+ * @param {number} targetEvents approximate event count at the fold point
+ * @param {{seed?: number, explorationSteps?: number, compaction?: boolean}} [options]
+ */
+export function recordSession(targetEvents, options = {}) {
+  const rand = prng(options.seed ?? 0x5eed + targetEvents)
+  const pool = textPool(rand, 64 * 1024)
+  const text = (/** @type {number} */ n) => {
+    const start = rand.int(0, pool.length - n - 1)
+    return pool.slice(start, start + n)
+  }
+  const session = Session.create(SessionId('record'))
+  /** @type {{type: string, data: any, opts?: any}[]} */
+  const ops = []
+  const append = (/** @type {string} */ type, /** @type {any} */ data, /** @type {any} */ opts) => {
+    const event = opts === undefined ? session.append(type, data) : session.append(type, data, opts)
+    ops.push(opts === undefined ? { type, data: event.data } : { type, data: event.data, opts })
+    return event.seq
+  }
+  let turn = 0
+  let callCounter = 0
+  const source = { provider: 'deepseek', model: 'deepseek-chat' }
+
+  const resultSize = () => {
+    const r = rand.next()
+    if (r < 0.5) return rand.int(40, 500)
+    if (r < 0.84) return rand.int(500, 4000)
+    return rand.int(4000, 24000)
+  }
+
+  /**
+   * One model step: chunks, the assistant message, its calls and results.
+   * @param {number} step
+   * @param {{calls?: {name: string, args: object, output?: string}[], text?: string, reasoning?: string}} shape
+   * @param {{stopBeforeResults?: boolean, beforeResult?: (i: number) => void}} [hooks]
+   */
+  const modelStep = (step, shape, hooks = {}) => {
+    const content = []
+    if (shape.reasoning) content.push({ type: 'reasoning', text: shape.reasoning })
+    if (shape.text) content.push({ type: 'text', text: shape.text })
+    const calls = (shape.calls ?? []).map((c) => ({ ...c, id: CallId(`call_${++callCounter}`), json: JSON.stringify(c.args) }))
+    for (const c of calls) content.push({ type: 'tool-call', id: c.id, name: c.name, arguments: c.json })
+    // The stream as the loop logs it: deltas per block (1-3 pieces), usage, finish.
+    const chunkSeqs = []
+    content.forEach((block, index) => {
+      const body = block.type === 'tool-call' ? block.arguments : block.text
+      const pieces = Math.min(body.length, rand.int(1, 3)) || 1
+      const cut = Math.ceil(body.length / pieces)
+      for (let p = 0; p < pieces; p++) {
+        const piece = body.slice(p * cut, (p + 1) * cut)
+        const chunk =
+          block.type === 'tool-call'
+            ? { type: 'tool-call-delta', index, id: block.id, ...(p === 0 ? { name: block.name } : {}), argumentsDelta: piece }
+            : { type: block.type === 'text' ? 'text-delta' : 'reasoning-delta', index, text: piece }
+        chunkSeqs.push(append('assistant/chunk', { turn, step, chunk }))
+      }
+    })
+    const usage = { inputTokens: rand.int(2000, 60000), outputTokens: rand.int(20, 900) }
+    chunkSeqs.push(append('assistant/chunk', { turn, step, chunk: { type: 'usage', usage } }))
+    chunkSeqs.push(append('assistant/chunk', { turn, step, chunk: { type: 'finish', reason: { kind: calls.length ? 'tool-calls' : 'stop' } } }))
+    const message = createAssistantMessage({ content, source })
+    const assistantSeq = append('assistant/message', { turn, step, message, usage }, { surfaceOp: 'append', sourceEventSeqs: chunkSeqs })
+    if (hooks.stopBeforeResults) return { assistantSeq, calls }
+    const callSeqs = calls.map((c) => append('tool/call', { turn, step, callId: c.id, name: c.name, arguments: c.json }))
+    calls.forEach((c, i) => {
+      hooks.beforeResult?.(i)
+      const output = c.output ?? text(resultSize())
+      const result = createToolResultMessage({ callId: c.id, content: [{ type: 'text', text: output }], isError: rand.chance(0.04) })
+      append('tool/result', { turn, step, message: result }, { surfaceOp: 'append', sourceEventSeqs: [callSeqs[i]] })
+    })
+    return { assistantSeq, calls }
+  }
+
+  const toolNames = ['read_file', 'grep', 'bash', 'list_dir', 'web_fetch']
+  const someCalls = (/** @type {number} */ lo, /** @type {number} */ hi) =>
+    Array.from({ length: rand.int(lo, hi) }, () => {
+      const name = toolNames[rand.int(0, toolNames.length - 1)]
+      return { name, args: { path: `src/${text(rand.int(8, 30)).replace(/\s+/g, '_')}.rs`, query: text(rand.int(5, 60)) } }
+    })
+
+  /** One ordinary turn: a prompt, 1-6 steps with parallel calls, a final answer. */
+  const ordinaryTurn = () => {
+    turn++
+    append('turn/start', { turn })
+    const steps = rand.int(1, 6)
+    for (let step = 1; step <= steps + 1; step++) {
+      append('step/start', { turn, step })
+      if (step === 1) {
+        append('user/message', createUserMessage({ content: [{ type: 'text', text: text(rand.int(30, 600)) }], source: { kind: 'user' } }), { surfaceOp: 'append' })
+      }
+      const last = step === steps + 1
+      modelStep(step, {
+        reasoning: rand.chance(0.7) ? text(rand.int(40, 1500)) : undefined,
+        text: last || rand.chance(0.5) ? text(rand.int(20, last ? 1200 : 300)) : undefined,
+        calls: last ? [] : someCalls(1, 4),
+      })
+      append('step/end', { turn, step })
+    }
+    append('turn/end', { turn, reason: { kind: 'completed' } })
+  }
+
+  // The request header and route, once (the loop logs them on the first request).
+  append('request/header', {
+    header: { config: { provider: source.provider, model: source.model, maxTokens: 8192 }, system: text(3000), tools: [] },
+    reason: 'initial',
+  })
+  append('request/context', { provider: source.provider, model: source.model, contextWindow: 128000 })
+
+  const explorationSteps = options.explorationSteps ?? 10
+  // The checkpoint turn costs about 14 events per exploration step plus ~40.
+  const tail = explorationSteps * 14 + 40
+  while (session.seq < targetEvents - tail) ordinaryTurn()
+
+  // Warm point: a live plugin would have seen the session up to here (see README, "warm").
+  const warmAt = ops.length
+
+  // A compaction replacement over the oldest ~70 % of the surface, at a turn boundary:
+  // from the first node to the node just before a later turn's user prompt.
+  const nodes = [...session.surface.nodes]
+  const log = session.log
+  const prompts = nodes.map((s, i) => [s, i]).filter(([s]) => log[s].type === 'user/message')
+  if (prompts.length >= 2 && options.compaction !== false) {
+    const cutAt = prompts[Math.max(1, Math.floor(prompts.length * 0.7))][1]
+    const shadowed = nodes.slice(0, cutAt)
+    append(
+      'user/message',
+      createUserMessage({
+        content: [{ type: 'text', text: `Summary of the earlier conversation:\n${text(4000)}` }],
+        source: { kind: 'plugin', plugin: 'compact', compactionId: `compaction-${targetEvents}` },
+      }),
+      { surfaceOp: { op: 'replace', start: shadowed[0], end: shadowed.at(-1) }, sourceEventSeqs: shadowed },
+    )
+  }
+
+  // The checkpoint turn.
+  turn++
+  append('turn/start', { turn })
+  append('step/start', { turn, step: 1 })
+  append('user/message', createUserMessage({ content: [{ type: 'text', text: 'Find out why the fold test fails on CI.' }], source: { kind: 'user' } }), { surfaceOp: 'append' })
+  let anchor = -1
+  modelStep(
+    1,
+    { text: 'I will investigate.', calls: [{ name: 'checkpoint', args: { objective: 'why the fold test fails on CI' }, output: '{"id":1,"logLength":0}' }] },
+    { beforeResult: () => (anchor = session.seq) },
+  )
+  append('step/end', { turn, step: 1 })
+  for (let step = 2; step <= explorationSteps + 1; step++) {
+    append('step/start', { turn, step })
+    modelStep(step, { reasoning: rand.chance(0.7) ? text(rand.int(40, 800)) : undefined, calls: someCalls(1, 3) })
+    append('step/end', { turn, step })
+  }
+  const rewindStep = explorationSteps + 2
+  append('step/start', { turn, step: rewindStep })
+  const { calls } = modelStep(rewindStep, { text: 'Done; folding the exploration.', calls: [{ name: 'rewind', args: {} }] }, { stopBeforeResults: true })
+  const rewindCall = calls[0]
+  append('tool/call', { turn, step: rewindStep, callId: rewindCall.id, name: 'rewind', arguments: '{}' })
+
+  return {
+    ops,
+    warmAt,
+    anchor,
+    callId: rewindCall.id,
+    events: session.seq,
+    nodes: session.surface.nodes.length,
+  }
+}
+
+/**
+ * Replays a recording into a fresh real `Session` (outside any timed region).
+ * @param {ReturnType<typeof recordSession>} rec
+ * @param {string} id
+ * @param {(session: any) => void} [atWarm] called once the events before the compaction are in
+ */
+export function replay(rec, id, atWarm) {
+  const session = Session.create(SessionId(id))
+  const { ops } = rec
+  for (let i = 0; i < ops.length; i++) {
+    if (i === rec.warmAt && atWarm) atWarm(session)
+    const op = ops[i]
+    if (op.opts === undefined) session.append(op.type, op.data)
+    else session.append(op.type, op.data, op.opts)
+  }
+  return session
+}
