@@ -30,6 +30,7 @@ if (cargo.status !== 0) {
   process.exit(1)
 }
 console.error('dsh-fold: no prebuilt binary found, building from source (napi build --platform --release)...')
-const napi = require.resolve('@napi-rs/cli/dist/cli.js', { paths: [root] })
+// @napi-rs/cli exports no path to its bin; find it through its package.json.
+const napi = path.join(path.dirname(require.resolve('@napi-rs/cli/package.json', { paths: [root] })), 'dist', 'cli.js')
 const build = spawnSync(process.execPath, [napi, 'build', '--platform', '--release'], { cwd: root, stdio: 'inherit' })
 process.exit(build.status ?? 1)

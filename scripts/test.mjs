@@ -31,7 +31,9 @@ function run(cmd, args, env) {
 run('cargo', ['fmt', '--all', '--check'])
 run('cargo', ['clippy', '--workspace', '--all-targets', '--target-dir', 'target-lint', '--', '-D', 'warnings'])
 run('cargo', ['test', '-p', 'fold-core', '--target-dir', 'target-core'], { PROPTEST_CASES: process.env.PROPTEST_CASES ?? '2000' })
-run(process.execPath, [require.resolve('@napi-rs/cli/dist/cli.js'), 'build', '--platform', '--release'])
+// @napi-rs/cli exports no path to its bin; find it through its package.json.
+const napiCli = path.join(path.dirname(require.resolve('@napi-rs/cli/package.json')), 'dist', 'cli.js')
+run(process.execPath, [napiCli, 'build', '--platform', '--release'])
 
 const suites = readdirSync(path.join(root, '__test__'), { recursive: true })
   .map(String)
