@@ -18,6 +18,7 @@ import Schema from '@deepseek-ai/schemastery'
 
 import { addon } from './addon.js'
 import { toToolError } from './errors.js'
+import { describeSession } from './surface.js'
 
 /**
  * @typedef {object} CheckpointConfig
@@ -65,7 +66,10 @@ export default class CheckpointService extends Service {
    * @returns {Promise<{id: number, logLength: number}>}
    */
   mark(session, objective) {
-    return addon.mark(this.store, session?.id, session?.seq ?? session?.events?.length, objective ?? null)
+    const marked = addon.mark(this.store, session?.id, session?.seq ?? session?.events?.length, objective ?? null)
+    // While the durable write runs off-thread, describe the session for the coming fold.
+    if (session?.surface) describeSession(session)
+    return marked
   }
 
   /** @param {string} sessionId */

@@ -146,6 +146,16 @@ function descriptorsOf(session) {
 }
 
 /**
+ * Describes every event of the session not yet described. `checkpoint` calls it when it marks,
+ * so the one full pass over a long (or resumed) session's log happens before the exploration,
+ * not inside the fold.
+ * @param {any} session
+ */
+export function describeSession(session) {
+  descriptorsOf(session)
+}
+
+/**
  * The surface snapshot the addon's `rewind` / `selectRegion` / `planMatches` read.
  * @param {any} session a `@deepseek-ai/dsh-session` Session
  * @param {{ callId?: string }} [options] the rewind call's id: its assistant message is the

@@ -8,6 +8,8 @@
 //!   rename → fsync directory. A crash leaves the old or the new file, never a torn one.
 //! - Every read-modify-write holds an exclusive lock on `<file>.lock` and re-reads the file
 //!   when another process changed it since we last saw it, so no process loses another's marks.
+//!   "Changed" is decided by a write counter kept in the lock file (bumped under the lock before
+//!   every write) and the file's inode/length/mtime: mtimes alone can be coarser than two writes.
 //! - Concurrent writers in one process are batched: one leader writes everything queued
 //!   while the previous write was in flight (group commit), each caller waits for its own result.
 //! - A file we cannot read (bad JSON, wrong unit, newer version, a directory) is an error that
@@ -17,9 +19,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File};
-use std::io::{ErrorKind, Write};
+use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -326,6 +328,9 @@ impl FileStamp {
 struct Cache {
     doc: Option<Arc<Document>>,
     stamp: Option<FileStamp>,
+    /// The lock file's write counter when `doc` was read or written under the lock; `None` when
+    /// `doc` came from an unlocked read (the first load, a listing), which the next write re-reads.
+    generation: Option<u64>,
 }
 
 /// A write queued for the next group commit.
@@ -365,6 +370,8 @@ pub struct Store {
     queue: Mutex<Queue>,
     written: Condvar,
     temp_counter: AtomicU64,
+    /// Whether this process already swept the temp files of dead writers.
+    swept: AtomicBool,
 }
 
 impl std::fmt::Debug for Store {
@@ -421,6 +428,7 @@ impl Store {
             queue: Mutex::default(),
             written: Condvar::new(),
             temp_counter: AtomicU64::new(0),
+            swept: AtomicBool::new(false),
         }
     }
 
@@ -543,14 +551,19 @@ impl Store {
         // Read while holding the cache so a concurrent writer's newer view is never replaced
         // by an older one read before its rename.
         let mut cache = lock(&self.cache);
-        let (doc, stamp) = self.read_current(&cache)?;
+        let (doc, stamp) = self.read_current(&cache, None)?;
+        if !cache.doc.as_ref().is_some_and(|d| Arc::ptr_eq(d, &doc)) {
+            cache.generation = None;
+        }
         cache.doc = Some(doc.clone());
         cache.stamp = stamp;
         Ok(doc)
     }
 
-    /// The document as it is on disk now, reusing `cache` when the file is the one it holds.
-    fn read_current(&self, cache: &Cache) -> Result<(Arc<Document>, Option<FileStamp>)> {
+    /// The document as it is on disk now, reusing `cache` when the file is the one it holds:
+    /// same inode, length and mtime, and — when called under the lock with the lock file's
+    /// `generation` — no write by anyone since `cache` was taken.
+    fn read_current(&self, cache: &Cache, generation: Option<u64>) -> Result<(Arc<Document>, Option<FileStamp>)> {
         let meta = match fs::metadata(&self.path) {
             Ok(meta) => meta,
             Err(e) if e.kind() == ErrorKind::NotFound => {
@@ -572,7 +585,7 @@ impl Store {
         }
         let stamp = FileStamp::of(&meta);
         if let (Some(doc), Some(seen)) = (&cache.doc, cache.stamp) {
-            if seen == stamp {
+            if seen == stamp && (generation.is_none() || generation == cache.generation) {
                 return Ok((doc.clone(), Some(stamp)));
             }
         }
@@ -621,8 +634,9 @@ impl Store {
 
     fn try_commit_batch(&self, batch: &[(u64, Op)]) -> Result<Vec<Outcome>> {
         self.ensure_dir()?;
-        let _file_lock = self.lock_file()?;
-        let (current, _) = self.read_current(&lock(&self.cache))?;
+        let mut file_lock = self.lock_file()?;
+        let generation = self.read_generation(&mut file_lock)?;
+        let (current, stamp) = self.read_current(&lock(&self.cache), Some(generation))?;
         let mut doc = (*current).clone();
         let now = now_ms();
         let mut changed = false;
@@ -669,12 +683,15 @@ impl Store {
         }
         changed |= doc.prune(self.limits(), now);
         if !changed {
+            let mut cache = lock(&self.cache);
+            (cache.doc, cache.stamp, cache.generation) = (Some(current), stamp, Some(generation));
             return Ok(outcomes);
         }
+        // Bump the counter first: a crash between the two only makes others re-read needlessly.
+        self.write_generation(&mut file_lock, generation + 1)?;
         let stamp = self.write_durably(&doc.to_json())?;
         let mut cache = lock(&self.cache);
-        cache.doc = Some(Arc::new(doc));
-        cache.stamp = Some(stamp);
+        (cache.doc, cache.stamp, cache.generation) = (Some(Arc::new(doc)), Some(stamp), Some(generation + 1));
         Ok(outcomes)
     }
 
@@ -713,6 +730,27 @@ impl Store {
         Ok(file)
     }
 
+    /// The write counter in the lock file (0 for a new or empty lock file).
+    fn read_generation(&self, file: &mut File) -> Result<u64> {
+        let mut bytes = [0u8; 8];
+        let read = file
+            .seek(SeekFrom::Start(0))
+            .and_then(|_| file.read(&mut bytes))
+            .map_err(|e| FoldError::io(&self.lock_path, "cannot read the lock file", &e))?;
+        Ok(if read == bytes.len() {
+            u64::from_le_bytes(bytes)
+        } else {
+            0
+        })
+    }
+
+    /// Stores the write counter. Not fsynced: after a crash, a lost bump only costs a re-read.
+    fn write_generation(&self, file: &mut File, generation: u64) -> Result<()> {
+        file.seek(SeekFrom::Start(0))
+            .and_then(|_| file.write_all(&generation.to_le_bytes()))
+            .map_err(|e| FoldError::io(&self.lock_path, "cannot write the lock file", &e))
+    }
+
     /// Deletes the temp files of writers that died between creating and renaming them (a kill,
     /// a power cut). Every write happens under the file lock, which we hold, so any temp file of
     /// this store is such a leftover. Best effort: a failure only leaves the garbage there.
@@ -732,7 +770,11 @@ impl Store {
     /// Called with the file lock held.
     fn write_durably(&self, bytes: &[u8]) -> Result<FileStamp> {
         let name = self.path.file_name().unwrap_or_default().to_string_lossy();
-        self.remove_stale_temp_files(&name);
+        // Once per process: leftovers come from writers that died before this one started (or
+        // while it runs, swept by the next process), and a directory scan per write is waste.
+        if !self.swept.swap(true, Ordering::Relaxed) {
+            self.remove_stale_temp_files(&name);
+        }
         let temp = self.path.with_file_name(format!(
             ".{name}.{}.{}.tmp",
             std::process::id(),
@@ -996,6 +1038,26 @@ mod tests {
         assert_eq!(ids, (1..=200).collect::<Vec<_>>());
         let fresh = Store::new(&path, Limits::default());
         assert_eq!(fresh.list(None).unwrap().len(), 200);
+    }
+
+    #[test]
+    fn another_writer_is_seen_even_when_the_file_looks_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("checkpoint.json");
+        let (a, b) = (
+            Store::new(&path, Limits::default()),
+            Store::new(&path, Limits::default()),
+        );
+        assert_eq!(a.mark("s", 1, None).unwrap().id, 1);
+        assert_eq!(b.mark("t", 1, None).unwrap().id, 2);
+        // What a coarse mtime (and a reused inode) can make true: a's view looks like the file.
+        lock(&a.cache).stamp = Some(FileStamp::of(&fs::metadata(&path).unwrap()));
+        assert_eq!(
+            a.mark("s", 2, None).unwrap().id,
+            3,
+            "the lock file's counter forces a re-read"
+        );
+        assert_eq!(Store::new(&path, Limits::default()).list(None).unwrap().len(), 3);
     }
 
     #[test]
