@@ -622,7 +622,7 @@ describe('the reference defects (shared/dsh-facts.md), with the reference number
     assert.match(b.session.deriveMessages()[0].content[0].text, /nested lists/)
   })
 
-  it('defect 2 (the turn guard) is the plugin\'s', { skip: 'covered by the plugin suite: the guard is not part of the fold engine' }, () => {})
+  // Defect 2 (the turn guard that returns void) belongs to the plugin: __test__/plugin.test.mjs.
 
   it('defect 3: exploration issued with the checkpoint call in one message is folded whole, no call orphaned', async () => {
     const store = tempStore()

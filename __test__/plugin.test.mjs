@@ -7,7 +7,9 @@
 // plus the reference's known defects (compaction before the mark, parallel calls with the
 // checkpoint, the turn guard that never held a turn).
 import assert from 'node:assert/strict'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
+import path from 'node:path'
 import { describe, it } from 'node:test'
 
 import { defineTool } from '@deepseek-ai/dsh-tools'
@@ -921,6 +923,17 @@ describe('the turn guard', () => {
     assert.deepEqual(protocolProblems(last), [])
     assert.equal(await root.checkpoint.hasActive('guarded'), false)
     assert.ok(!agent.session.events.some((/** @type {any} */ e) => /^(checkpoint|rewind)\//.test(e.type)))
+  })
+
+  it('stands aside when the store cannot be read: the turn ends normally, without a warning', async () => {
+    const store = tempStore()
+    mkdirSync(path.dirname(store), { recursive: true })
+    writeFileSync(store, '{"unit":')
+    const { agent } = await turnSetup([say('Nothing to investigate.')], { checkpoint: { store } })
+    await runTurn(agent, 'Hello')
+    assert.equal(warningsIn(agent.session).length, 0)
+    assert.equal(turnEnds(agent.session)[0].data.reason.kind, 'completed')
+    assert.equal(readFileSync(store, 'utf8'), '{"unit":')
   })
 
   it('injects once per turn, and again in the next turn while the mark stays active', async () => {

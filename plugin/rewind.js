@@ -137,17 +137,22 @@ export default class RewindService extends Service {
   #guard({ agent, turn }) {
     const session = agent?.session
     if (!session || this.#warned.get(agent) === turn) return
-    return this.ctx.checkpoint.latestMark(session.id).then((/** @type {any} */ mark) => {
-      if (!mark || mark.foldedAt !== null || this.unfoldable.has(mark.id)) return
-      this.#warned.set(agent, turn)
-      agent.inject(
-        createUserMessage({
-          content: [{ type: 'text', text: WARNING(this.config.toolName, mark) }],
-          source: { kind: 'plugin', plugin: 'rewind-guard' },
-        }),
-      )
-      // Resolve to nothing: a truthy value would stop the other turn-stopping listeners.
-    })
+    return this.ctx.checkpoint.latestMark(session.id).then(
+      (/** @type {any} */ mark) => {
+        if (!mark || mark.foldedAt !== null || this.unfoldable.has(mark.id)) return
+        this.#warned.set(agent, turn)
+        agent.inject(
+          createUserMessage({
+            content: [{ type: 'text', text: WARNING(this.config.toolName, mark) }],
+            source: { kind: 'plugin', plugin: 'rewind-guard' },
+          }),
+        )
+        // Resolve to nothing: a truthy value would stop the other turn-stopping listeners.
+      },
+      // An unreadable store (STORE_*): a rejected listener would end every turn with an error;
+      // the guard stands aside instead, and `checkpoint`/`rewind` report the store's error.
+      () => undefined,
+    )
   }
 
   #tool() {
