@@ -4,9 +4,11 @@
  * `npm test`: everything, in the order a failure is cheapest to read.
  * 1. format and lint (cargo fmt --check, clippy -D warnings) — own target dir;
  * 2. the core's cargo tests (unit, property) — own target dir;
- * 3. the addon, built with `napi build --platform --release` (incremental), then every
- *    `node --test` suite under __test__/ (addon API, plugin on real DSH packages, reliability,
- *    CLI, and the end-to-end run of a real DSH host).
+ * 3. the addon, built with `napi build --platform --release` (incremental);
+ * 4. the benchmarks' quick mode (`npm run bench -- --quick`): every bench path runs and checks
+ *    its results, timing nothing;
+ * 5. every `node --test` suite under __test__/ (addon API, plugin on real DSH packages,
+ *    reliability, CLI, and the end-to-end run of a real DSH host).
  * Set DSH_FOLD_SKIP_E2E=1 to leave out the end-to-end suite while iterating.
  */
 import { spawnSync } from 'node:child_process'
@@ -34,6 +36,8 @@ run('cargo', ['test', '-p', 'fold-core', '--target-dir', 'target-core'], { PROPT
 // @napi-rs/cli exports no path to its bin; find it through its package.json.
 const napiCli = path.join(path.dirname(require.resolve('@napi-rs/cli/package.json')), 'dist', 'cli.js')
 run(process.execPath, [napiCli, 'build', '--platform', '--release'])
+// The benches' smoke run before the suites, so the test runner's summary ends the output.
+run(process.execPath, [path.join('bench', 'run.mjs'), '--quick'])
 
 const suites = readdirSync(path.join(root, '__test__'), { recursive: true })
   .map(String)
