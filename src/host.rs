@@ -78,6 +78,21 @@ pub fn region_of(request: &FoldRequest) -> FoldRegion {
     }
 }
 
+/// The type of what the callback `name` returned, read without converting it.
+///
+/// # Safety
+/// `env` and `value` are the live handles napi passes to `from_napi_value`.
+#[allow(unsafe_code, reason = "napi_typeof only inspects the value")]
+unsafe fn type_of(env: napi::sys::napi_env, value: napi::sys::napi_value, name: &str) -> Result<ValueType> {
+    let mut kind = 0;
+    napi::check_status!(
+        unsafe { napi::sys::napi_typeof(env, value, &mut kind) },
+        "failed to read the type of what {} returned",
+        name
+    )?;
+    Ok(ValueType::from(kind))
+}
+
 /// What `summarize` returned. Only a native `Promise` is awaited: napi's `Promise` conversion
 /// calls `.then` and `.catch` on whatever it is given, and on `undefined`, `null` or a thenable
 /// whose `then` returns nothing that throws inside the threadsafe call, where nothing catches
@@ -102,12 +117,7 @@ impl FromNapiValue for SummaryReturn {
         if is_promise {
             return Ok(Self::Pending(unsafe { Promise::from_napi_value(env, value) }?));
         }
-        let mut kind = 0;
-        napi::check_status!(
-            unsafe { napi::sys::napi_typeof(env, value, &mut kind) },
-            "failed to read the type of what summarize returned"
-        )?;
-        Ok(Self::NotAPromise(ValueType::from(kind)))
+        Ok(Self::NotAPromise(unsafe { type_of(env, value, "summarize") }?))
     }
 }
 
@@ -127,12 +137,7 @@ impl FromNapiValue for CommitReturn {
         reason = "napi_typeof only inspects the value; String's conversion runs only on a string"
     )]
     unsafe fn from_napi_value(env: napi::sys::napi_env, value: napi::sys::napi_value) -> Result<Self> {
-        let mut kind = 0;
-        napi::check_status!(
-            unsafe { napi::sys::napi_typeof(env, value, &mut kind) },
-            "failed to read the type of what commit returned"
-        )?;
-        match ValueType::from(kind) {
+        match unsafe { type_of(env, value, "commit") }? {
             ValueType::String => Ok(Self::Answer(unsafe { String::from_napi_value(env, value) }?)),
             other => Ok(Self::NotAString(other)),
         }
