@@ -74,9 +74,18 @@ where
     })
 }
 
+/// A promise already settled with `result`, made on the JS thread without the async runtime
+/// (an answer known from memory, or bad arguments of an async export).
+pub fn settled<'e, V: ToNapiValue>(env: &'e Env, result: CoreResult<V>) -> napi::Result<PromiseRaw<'e, V>> {
+    match result {
+        Ok(value) => PromiseRaw::resolve(env, value),
+        Err(err) => PromiseRaw::reject(env, js_error(env, &err, None)?),
+    }
+}
+
 /// A promise already rejected with `err` (bad arguments of an async export).
-pub fn rejected<'e, V: ToNapiValue + Send + 'static>(env: &'e Env, err: FoldError) -> napi::Result<PromiseRaw<'e, V>> {
-    promise(env, async move { Err::<V, _>(err) }, |_, v| Ok(v))
+pub fn rejected<'e, V: ToNapiValue>(env: &'e Env, err: FoldError) -> napi::Result<PromiseRaw<'e, V>> {
+    settled(env, Err(err))
 }
 
 /// Reads a JS value as `T`.

@@ -137,10 +137,7 @@ pub fn latest_mark<'e>(
     // Once the file is in memory the answer is known here: settle now, without the async
     // runtime's thread hops (the turn guard asks at every turn end; bench/has-active.mjs).
     if let Some(answer) = store.latest_in_memory(&session_id) {
-        return match answer {
-            Ok(m) => PromiseRaw::resolve(env, m.map(MarkRecord::from)),
-            Err(e) => PromiseRaw::reject(env, convert::js_error(env, &e, None)?),
-        };
+        return convert::settled(env, answer.map(|m| m.map(MarkRecord::from)));
     }
     promise(
         env,
@@ -166,10 +163,7 @@ pub fn has_active<'e>(env: &'e Env, store: Unknown<'e>, session_id: Unknown<'e>)
     // The answer is already known here (from memory, on the JS thread): settle the promise now
     // rather than through the async runtime, which costs a thread hop there and back (~25 µs
     // instead of ~2 µs; bench/has-active.mjs).
-    match has_active_impl(&store, &session_id)? {
-        Ok(active) => PromiseRaw::resolve(env, active),
-        Err(e) => PromiseRaw::reject(env, convert::js_error(env, &e, None)?),
-    }
+    convert::settled(env, has_active_impl(&store, &session_id)?)
 }
 
 /// `hasActive` without the promise, for hot paths (the turn guard runs it at every turn end).
