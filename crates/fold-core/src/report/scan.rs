@@ -3,9 +3,9 @@
 //! Contract. Every scanner is linear in its input (each byte is looked at a bounded number of
 //! times) and deterministic: `Ordered`, the set the scanners fill, keeps first-seen order and
 //! drops duplicates, and its `Fx` hash only tests membership. `scan_paths` finds path tokens,
-//! `is_error_line` error lines, `has_cue` whole-word cues, `tokens_of` and `value_shaped` the
-//! identifier/number values, and `sentences` the prose sentences outside fenced code. Lengths
-//! are UTF-16 units, as JS counts them (`len16`); `cap` cuts to such a length, ending in `…`.
+//! `is_error_line` error lines, `has_cue` whole-word cues, `sentences` the prose sentences
+//! outside fenced code and `collapse` a text's prose on one line. Lengths are UTF-16 units, as
+//! JS counts them (`len16`); `cap` cuts to such a length, ending in `…`.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -209,35 +209,30 @@ fn path_like(tok: &str) -> bool {
         || tok.matches('/').count() >= 2
 }
 
-/// Identifier/number tokens: runs of `[A-Za-z0-9_.:#@/$+-]`, trimmed of edge punctuation.
-pub(super) fn tokens_of(s: &str) -> impl Iterator<Item = &str> {
-    let token =
-        |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b':' | b'#' | b'@' | b'/' | b'$' | b'+' | b'-');
-    s.as_bytes()
-        .split(move |&c| !token(c))
-        .map(|t| {
-            let start = t.iter().position(u8::is_ascii_alphanumeric).unwrap_or(t.len());
-            let end = t.iter().rposition(u8::is_ascii_alphanumeric).map_or(start, |e| e + 1);
-            &t[start..end.max(start)]
-        })
-        .filter(|t| !t.is_empty())
-        // Tokens are ASCII, split at ASCII bytes: always whole chars.
-        .map(|t| std::str::from_utf8(t).unwrap_or_default())
-}
-
-/// An identifier or number worth copying: has a digit, `_`, `::`, or a lower-to-upper case step.
-pub(super) fn value_shaped(t: &str) -> bool {
-    if t.len() < 2 || t.len() > 64 {
-        return false;
+/// `text` with every run of whitespace (newlines too) collapsed to one space, fenced code
+/// blocks left out (they are quoted code, not what the agent concluded), trimmed.
+pub(super) fn collapse(text: &str) -> String {
+    let mut out = String::with_capacity(text.len().min(4096));
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        for word in line.split_whitespace() {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str(word);
+        }
     }
-    let b = t.as_bytes();
-    b.iter().any(u8::is_ascii_digit)
-        || (t.len() >= 3 && (t.contains('_') || t.contains("::")))
-        || b.windows(2)
-            .any(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase())
+    out
 }
 
-/// Sentences of prose, outside fenced code blocks, with list markers stripped.
+/// Sentences of prose, outside fenced code blocks and tables, with list markers stripped.
 pub(super) fn sentences(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut fenced = false;
@@ -247,7 +242,8 @@ pub(super) fn sentences(text: &str) -> Vec<&str> {
             fenced = !fenced;
             continue;
         }
-        if fenced || t.is_empty() {
+        // Table rows are data, not prose.
+        if fenced || t.is_empty() || t.starts_with('|') {
             continue;
         }
         let t = t.trim_start_matches(['#', '>', '-', '*', '+', ' ']);
