@@ -173,6 +173,16 @@ export function retention(text, facts) {
 }
 
 /**
+ * How many facts of each kind a text keeps, of how many.
+ * @param {string} text @param {ReturnType<typeof regionFacts>} facts
+ * @returns {{paths: {kept: number, total: number}, commands: {kept: number, total: number}, errors: {kept: number, total: number}}}
+ */
+export function keptCounts(text, facts) {
+  const count = (/** @type {string[]} */ items) => ({ kept: items.filter((s) => text.includes(s.slice(0, PREFIX))).length, total: items.length })
+  return { paths: count(facts.paths), commands: count(facts.commands), errors: count(facts.errors) }
+}
+
+/**
  * The facts of a region a text does not keep (for failure messages).
  * @param {string} text @param {ReturnType<typeof regionFacts>} facts
  */
