@@ -8,7 +8,8 @@
 //! report; otherwise it takes atoms by priority, in report order within a priority (an atom that
 //! does not fit is skipped, smaller later ones may still fit; a suffix only joins a line that
 //! was taken; the conclusion and the next step may be cut), and closes with a line saying how
-//! many atoms were left out. The result is at most `limit` UTF-16 units; every section heading
+//! many atoms were left out. Costs are counted on the English text, whose every phrase is at
+//! least as long as its Chinese one: both languages keep the same atoms, the same facts. The result is at most `limit` UTF-16 units; every section heading
 //! appears once and in order (an empty section says `(none)`, or `(omitted)` when its atoms did
 //! not fit); `None` means not even that skeleton fits. Time is linear in the atoms (one pass per
 //! priority level, and there are `LEVELS` of them).
@@ -143,36 +144,47 @@ struct Atom {
     /// Atoms of one inline list share a group; its header opens the line.
     group: usize,
     shape: Shape,
-    /// May be cut to fit.
-    cut: bool,
+    /// May be cut to fit: its text after the first `cut` bytes (a fixed label) is what is cut.
+    cut: Option<usize>,
+    /// The English text: what costs are counted on. Every Chinese phrase is at most as long as
+    /// its English one, so a choice that fits in English fits in Chinese, and both languages
+    /// keep the same facts.
     text: String,
+    /// The Chinese text, when the report is Chinese (same verbatim content).
+    local: Option<String>,
 }
+
+/// An atom's text in both languages: English, and Chinese when asked for.
+type Texts = (String, Option<String>);
 
 /// The report's atoms in report order.
 pub(super) struct Plan {
     language: Language,
     atoms: Vec<Atom>,
-    /// Inline-list headers, by group index (`""` for groups that are not inline lists).
-    headers: Vec<&'static str>,
+    /// Inline-list headers (English, Chinese), by group index (`""` for groups that are not
+    /// inline lists).
+    headers: Vec<[&'static str; 2]>,
 }
 
 impl Plan {
     pub(super) fn new(f: &Facts, language: Language, messages: usize, visible: usize) -> Self {
-        let p = language.phrases();
+        let zh = language == Language::Zh;
+        let (en_p, zh_p) = (Language::En.phrases(), Language::Zh.phrases());
+        // The same text in both languages: `make` writes it with one language's phrases.
+        let both = |make: &dyn Fn(&Phrases) -> String| -> Texts { (make(&en_p), zh.then(|| make(&zh_p))) };
         let mut plan = Self {
             language,
             atoms: Vec::new(),
             headers: Vec::new(),
         };
         // Findings: the counts, every step with its new error lines, the conclusion.
-        plan.line(
-            P_FAILED,
-            FINDINGS,
-            language.counts(messages, f.calls, f.failed, visible),
-            false,
+        let counts = (
+            Language::En.counts(messages, f.calls, f.failed, visible),
+            zh.then(|| Language::Zh.counts(messages, f.calls, f.failed, visible)),
         );
+        plan.line(P_FAILED, FINDINGS, counts, None);
         // A step repeated with the same line and nothing new is one line with a count.
-        let mut last: Option<(usize, String, usize)> = None;
+        let mut last: Option<(usize, Texts, usize)> = None;
         for step in &f.steps {
             let prio = if matches!(step.outcome, Outcome::Failed(_)) || !step.errors.is_empty() {
                 P_FAILED
@@ -181,39 +193,43 @@ impl Plan {
             } else {
                 P_MINOR_STEP
             };
-            let line = format!("- {}", step_line(step, &p, None));
+            let line = both(&|p| format!("- {}", step_line(step, p, None)));
             if let Some((at, prev, n)) = &mut last {
                 if *prev == line && step.errors.is_empty() {
                     *n += 1;
-                    plan.atoms[*at].text = format!("{prev} (×{n})");
+                    let a = &mut plan.atoms[*at];
+                    a.text = format!("{} (×{n})", prev.0);
+                    a.local = prev.1.as_ref().map(|l| format!("{l} (×{n})"));
                     continue;
                 }
             }
-            let at = plan.line(prio, FINDINGS, line.clone(), false);
+            let at = plan.line(prio, FINDINGS, line.clone(), None);
             last = Some((at, line, 1));
             if let (Outcome::Ok, Some(Summary::Tail(tail))) = (step.outcome, &step.summary) {
                 if step.errors.is_empty() && !step.repeated {
-                    plan.suffix(at, format!(": {tail}"));
+                    plan.suffix(at, both(&|_| format!(": {tail}")));
                 }
             }
             for &e in &step.errors {
-                plan.line(P_ERROR, FINDINGS, format!("  - {}", f.errors.items[e]), false);
+                let error = &f.errors.items[e];
+                plan.line(P_ERROR, FINDINGS, both(&|_| format!("  - {error}")), None);
                 last = None;
             }
         }
         if let Some(c) = &f.conclusion {
-            plan.line(P_CONCLUSION, FINDINGS, format!("{}{c}", p.conclusion), true);
+            let texts = both(&|p| format!("{}{c}", p.conclusion));
+            plan.line(P_CONCLUSION, FINDINGS, texts, Some(c.len()));
         }
         // Files and Artifacts: every path the agent named, by the strongest role it played.
         for (role, header) in [
-            (PathRole::Edited, p.edited),
-            (PathRole::Written, p.written),
-            (PathRole::Read, p.read),
-            (PathRole::Named, p.named),
+            (PathRole::Edited, [en_p.edited, zh_p.edited]),
+            (PathRole::Written, [en_p.written, zh_p.written]),
+            (PathRole::Read, [en_p.read, zh_p.read]),
+            (PathRole::Named, [en_p.named, zh_p.named]),
         ] {
             let mut paths = f.paths_with(role);
             if role == PathRole::Named {
-                // A path only named in a command is in that command's line already.
+                // A path only named in a command or an error line is in that line already.
                 paths.retain(|p| !f.in_labels.seen.contains(p));
             }
             if paths.is_empty() {
@@ -222,58 +238,63 @@ impl Plan {
             let group = plan.group(header);
             for path in paths {
                 let edits = f.edits.get(&path).copied().unwrap_or(0);
-                let text = if edits > 1 {
-                    format!("`{path}` ({edits}{}", p.edits)
-                } else {
-                    format!("`{path}`")
-                };
+                let (text, local) = both(&|p| {
+                    if edits > 1 {
+                        format!("`{path}` ({edits}{}", p.edits)
+                    } else {
+                        format!("`{path}`")
+                    }
+                });
                 plan.atoms.push(Atom {
                     prio: P_PATH,
                     section: FILES,
                     group,
                     shape: Shape::Item,
-                    cut: false,
+                    cut: None,
                     text,
+                    local,
                 });
             }
         }
         // Decisions, open questions (commands whose program never succeeded afterwards first),
         // the next step the agent announced.
         for d in &f.decisions {
-            plan.line(P_SENTENCE, DECISIONS, format!("- {d}"), false);
+            plan.line(P_SENTENCE, DECISIONS, both(&|_| format!("- {d}")), None);
         }
         for step in unresolved(&f.steps) {
-            let line = step_line(step, &p, Some(CAP_UNRESOLVED));
-            plan.line(P_UNRESOLVED, QUESTIONS, format!("{}{line}", p.still_failing), false);
+            let texts = both(&|p| format!("{}{}", p.still_failing, step_line(step, p, Some(CAP_UNRESOLVED))));
+            plan.line(P_UNRESOLVED, QUESTIONS, texts, None);
         }
         for q in &f.questions {
-            plan.line(P_SENTENCE, QUESTIONS, format!("- {q}"), false);
+            plan.line(P_SENTENCE, QUESTIONS, both(&|_| format!("- {q}")), None);
         }
         if let Some(n) = &f.next {
-            plan.line(P_NEXT, NEXT, format!("- {n}"), true);
+            plan.line(P_NEXT, NEXT, both(&|_| format!("- {n}")), Some(n.len()));
         }
         plan
     }
 
-    fn group(&mut self, header: &'static str) -> usize {
+    fn group(&mut self, header: [&'static str; 2]) -> usize {
         self.headers.push(header);
         self.headers.len() - 1
     }
 
-    fn line(&mut self, prio: u8, section: usize, text: String, cut: bool) -> usize {
-        let group = self.group("");
+    /// Adds a line; `cut_tail`: the length in bytes of its last part that may be cut.
+    fn line(&mut self, prio: u8, section: usize, (text, local): Texts, cut_tail: Option<usize>) -> usize {
+        let group = self.group(["", ""]);
         self.atoms.push(Atom {
             prio,
             section,
             group,
             shape: Shape::Line,
-            cut,
+            cut: cut_tail.map(|n| text.len() - n),
             text,
+            local,
         });
         self.atoms.len() - 1
     }
 
-    fn suffix(&mut self, of: usize, text: String) {
+    fn suffix(&mut self, of: usize, (text, local): Texts) {
         let a = &self.atoms[of];
         let (section, group) = (a.section, a.group);
         self.atoms.push(Atom {
@@ -281,32 +302,36 @@ impl Plan {
             section,
             group,
             shape: Shape::Suffix(of),
-            cut: false,
+            cut: None,
             text,
+            local,
         });
     }
 
-    /// An atom's cost: its text, plus its newline (a line), or its list header and newline (the
-    /// first item of a list) or `, ` (a later item).
-    fn cost(&self, a: &Atom, text: &str, first_in_group: bool) -> usize {
-        len16(text)
+    /// An atom's cost in English: its text, plus its newline (a line), or its list header and
+    /// newline (the first item of a list) or `, ` (a later item).
+    fn cost(&self, a: &Atom, text_len: usize, first_in_group: bool) -> usize {
+        text_len
             + match a.shape {
                 Shape::Line => 1,
                 Shape::Suffix(_) => 0,
-                Shape::Item if first_in_group => len16(self.headers[a.group]) + 1,
+                Shape::Item if first_in_group => len16(self.headers[a.group][0]) + 1,
                 Shape::Item => 2,
             }
     }
 
     /// The report within `limit` UTF-16 units, or `None` when not even the skeleton fits.
+    ///
+    /// The choice is made on the English costs (the longer ones), so a Chinese report keeps
+    /// exactly the atoms an English one keeps.
     pub(super) fn render(&self, limit: usize) -> Option<String> {
-        let p = self.language.phrases();
-        let headings: usize = self.language.sections().iter().map(|h| len16(h) + 1).sum::<usize>() + 4;
+        let p = Language::En.phrases();
+        let headings: usize = Language::En.sections().iter().map(|h| len16(h) + 1).sum::<usize>() + 4;
         let mut full = headings;
         let mut filled = [false; 5];
         let mut open = vec![false; self.headers.len()];
         for a in &self.atoms {
-            full += self.cost(a, &a.text, !open[a.group]);
+            full += self.cost(a, len16(&a.text), !open[a.group]);
             open[a.group] = true;
             filled[a.section] = true;
         }
@@ -315,7 +340,7 @@ impl Plan {
             return Some(self.write(&vec![Take::Whole; self.atoms.len()], None));
         }
         let total = self.atoms.len();
-        let marker_cost = len16(&self.language.marker(total, total, limit)) + 2;
+        let marker_cost = len16(&Language::En.marker(total, total, limit)) + 2;
         let empty = len16(p.none).max(len16(p.omitted)) + 1;
         let budget = limit.checked_sub(marker_cost)?;
         let mut used = headings + 5 * empty;
@@ -339,19 +364,21 @@ impl Plan {
                 // Taking the first atom of a section frees its placeholder line.
                 let freed = if filled[a.section] { 0 } else { empty };
                 let room = budget + freed - used;
-                let cost = self.cost(a, &a.text, !open[a.group]);
-                let take = if cost <= room {
-                    Take::Whole
-                } else if a.cut && room >= cost - len16(&a.text) + MIN_CUT {
-                    Take::Cut(cap(&a.text, room - (cost - len16(&a.text))).into_owned())
+                let whole = self.cost(a, len16(&a.text), !open[a.group]);
+                let (take, cost) = if whole <= room {
+                    (Take::Whole, whole)
+                } else if let Some(head) = a.cut {
+                    // Cut the verbatim tail to what is left after the fixed head.
+                    let fixed = self.cost(a, len16(&a.text[..head]), !open[a.group]);
+                    if room < fixed + MIN_CUT {
+                        continue;
+                    }
+                    let kept_tail = cap(&a.text[head..], room - fixed);
+                    (Take::Cut(room - fixed), fixed + len16(&kept_tail))
                 } else {
                     continue;
                 };
-                let text = match &take {
-                    Take::Cut(c) => c.as_str(),
-                    _ => a.text.as_str(),
-                };
-                used = used + self.cost(a, text, !open[a.group]) - freed;
+                used = used + cost - freed;
                 open[a.group] = true;
                 filled[a.section] = true;
                 taken[i] = take;
@@ -364,34 +391,42 @@ impl Plan {
         Some(out)
     }
 
-    /// Renders the taken atoms in report order, then the marker when one is given.
+    /// Renders the taken atoms in report order and the report's language, then the marker when
+    /// one is given.
     fn write(&self, taken: &[Take], marker: Option<&str>) -> String {
         let p = self.language.phrases();
+        let local = usize::from(self.language == Language::Zh);
         let mut out = String::new();
         let mut any = [false; 5];
         let mut dropped = [false; 5];
         let mut bodies: [String; 5] = Default::default();
         let mut open_group = usize::MAX;
         for (a, t) in self.atoms.iter().zip(taken) {
+            let text = a.local.as_deref().unwrap_or(&a.text);
             let text = match t {
                 Take::No => {
                     dropped[a.section] = true;
                     continue;
                 }
-                Take::Whole => a.text.as_str(),
-                Take::Cut(c) => c.as_str(),
+                Take::Whole => std::borrow::Cow::Borrowed(text),
+                Take::Cut(units) => {
+                    // The cut part is the verbatim tail, the same bytes in both languages.
+                    let tail = a.text.len() - a.cut.unwrap_or(a.text.len());
+                    let (head, rest) = text.split_at(text.len() - tail);
+                    std::borrow::Cow::Owned(format!("{head}{}", cap(rest, *units)))
+                }
             };
             let body = &mut bodies[a.section];
             any[a.section] = true;
             match a.shape {
                 Shape::Line => {
-                    body.push_str(text);
+                    body.push_str(&text);
                     body.push('\n');
                 }
                 Shape::Suffix(_) => {
                     // The parent line was written last in this section: insert before its newline.
                     body.pop();
-                    body.push_str(text);
+                    body.push_str(&text);
                     body.push('\n');
                 }
                 Shape::Item => {
@@ -399,9 +434,9 @@ impl Plan {
                         body.pop();
                         body.push_str(", ");
                     } else {
-                        body.push_str(self.headers[a.group]);
+                        body.push_str(self.headers[a.group][local]);
                     }
-                    body.push_str(text);
+                    body.push_str(&text);
                     body.push('\n');
                 }
             }
@@ -507,10 +542,10 @@ fn unresolved(steps: &[Step]) -> Vec<&Step> {
     out
 }
 
-/// Whether an atom made it into the report, whole or cut.
-#[derive(Clone)]
+/// Whether an atom made it into the report, whole or with its tail cut to this many units.
+#[derive(Clone, Copy)]
 enum Take {
     No,
     Whole,
-    Cut(String),
+    Cut(usize),
 }

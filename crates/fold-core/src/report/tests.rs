@@ -504,3 +504,39 @@ fn reads_a_text_protocol_agent_that_writes_its_commands() {
         ],
     );
 }
+
+#[test]
+fn english_and_chinese_keep_the_same_atoms_under_every_budget() {
+    let omitted = |r: &str, zh: bool| -> Option<(usize, usize)> {
+        let nums: Vec<usize> = r
+            .rsplit("_[")
+            .next()?
+            .split(|c: char| !c.is_ascii_digit())
+            .filter_map(|n| n.parse().ok())
+            .collect();
+        // en: omitted, total, limit; zh: limit, total, omitted.
+        Some(if zh { (nums[2], nums[1]) } else { (nums[0], nums[1]) })
+    };
+    for f in [RUST, NODE_ZH, WIDE] {
+        let visible = Region::parse(f).unwrap().visible_chars();
+        for max in (100..visible).step_by(37) {
+            let en = extractive_report(f, &opts(Language::En, max));
+            let zh = extractive_report(f, &opts(Language::Zh, max));
+            match (en, zh) {
+                (Ok(en), Ok(zh)) => {
+                    assert!(len16(&zh) <= len16(&en), "{max}");
+                    let marked = en.contains("_[extractive report:");
+                    assert_eq!(marked, zh.contains("_[抽取式报告："), "{max}");
+                    if marked {
+                        assert_eq!(omitted(&en, false), omitted(&zh, true), "{max}:\n{en}\n{zh}");
+                    }
+                    for line in en.lines().filter(|l| l.starts_with("  - ")) {
+                        assert!(zh.contains(line), "{max}: zh lacks {line:?}");
+                    }
+                }
+                (Err(a), Err(b)) => assert_eq!((a.code(), max < 400), (b.code(), true)),
+                (a, b) => panic!("{max}: {a:?} / {b:?}"),
+            }
+        }
+    }
+}
