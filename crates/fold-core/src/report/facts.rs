@@ -129,6 +129,8 @@ const CAP_SENTENCE: usize = 220;
 const CAP_NEXT: usize = 320;
 const MAX_DECISIONS: usize = 2;
 const MAX_QUESTIONS: usize = 2;
+/// How many of the agent's latest texts are read for decisions and questions.
+const RECENT_TEXTS: usize = 32;
 
 /// What a tool call was, by its name (and, for shells, its program).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -565,7 +567,7 @@ impl Facts {
             .map(|s| cap(s, CAP_NEXT).into_owned());
         let mut decisions = Ordered::default();
         let mut questions = Ordered::default();
-        for text in texts.iter().rev() {
+        for text in texts.iter().rev().take(RECENT_TEXTS) {
             for s in sentences(text).into_iter().rev() {
                 let lower = s.to_lowercase();
                 if (s.ends_with('?') || s.ends_with('？') || has_cue(&lower, &QUESTION_CUES))
@@ -698,7 +700,11 @@ pub(super) fn primary_program(line: &str) -> &str {
 
 /// An exit-code line a tool appends to its output (`[exit code 2]`, `Exit code: 2`).
 fn exit_code(line: &str) -> Option<i64> {
-    if let Some(rest) = line.trim().strip_prefix("<returncode>") {
+    let line = line.trim();
+    if !line.starts_with(['[', '(', '<', 'e', 'E']) {
+        return None;
+    }
+    if let Some(rest) = line.strip_prefix("<returncode>") {
         return rest.strip_suffix("</returncode>")?.trim().parse().ok();
     }
     let l = line.trim_matches(['[', ']', '(', ')']).trim();

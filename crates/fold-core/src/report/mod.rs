@@ -39,10 +39,10 @@
 //!   played: edited (with the number of edits), written, read, or named. A path token is a run
 //!   of `[A-Za-z0-9_.~@+/-]` with a letter that starts with `/`, `~/`, `./` or `../`, has two
 //!   slashes, or ends in a known extension; URLs and `scheme:rest` tokens are not paths.
-//! - **Decisions** and **Unresolved Questions**: the agent's latest sentences with a decision
-//!   cue (`decided`, `instead`, `the fix is`, `决定`, `改用`, ...) or a question (`?`, `TODO`,
-//!   `unclear`, `不确定`, ...), two of each; before the questions, failed commands whose program
-//!   never succeeded later in the region.
+//! - **Decisions** and **Unresolved Questions**: the agent's latest sentences (in its last 32
+//!   texts) with a decision cue (`decided`, `instead`, `the fix is`, `决定`, `改用`, ...) or a
+//!   question (`?`, `TODO`, `unclear`, `不确定`, ...), two of each; before the questions, failed
+//!   commands whose program never succeeded later in the region.
 //! - **Recommended Next Step**: the last sentence of the agent's last text with a next-step cue
 //!   (`next`, `then`, `should`, `下一步`, ...).
 //!
