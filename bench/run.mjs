@@ -351,8 +351,15 @@ function reportTargets(RP, rows, verdict) {
     }
     rows.push([`6. report / region, default budget (${language})`, '≤ 25% (mean)', `${pct(m.ratio)} (max ${pct(m.maxRatio)}; head+tail ${pct(RP.means['head+tail'].ratio)})`, verdict(m.ratio <= 0.25)])
   }
-  for (const s of RP.speed) rows.push([`6. report throughput, ${(s.bytes / 1e6).toFixed(1)} MB region`, '≥ 20 MB/s', `${s.oursMBs.toFixed(1)} MB/s (${fmtSpread(s.ours)})`, verdict(s.oursMBs >= 20)])
-  if (Number.isFinite(RP.linear)) rows.push(['6. report time per byte, 8 MB / 1 MB', 'linear (≈ 1×)', fmtX(RP.linear), verdict(RP.linear <= 1.5)])
+  for (const s of RP.speed) {
+    rows.push([
+      `6. report throughput, ${(s.bytes / 1e6).toFixed(1)} MB region`,
+      '≥ 20 MB/s',
+      `${s.oursMBs.toFixed(1)} MB/s wall (${fmtSpread(s.ours)}), ${s.oursCpuMBs.toFixed(1)} MB/s CPU time`,
+      s.oursMBs >= 20 ? verdict(true) : `${verdict(false)} in wall time${s.oursCpuMBs >= 20 ? ' (met in CPU time)' : ''}`,
+    ])
+  }
+  if (Number.isFinite(RP.linear)) rows.push(['6. report CPU time per byte, 8 MB / 1 MB', 'linear (≈ 1×)', fmtX(RP.linear), verdict(RP.linear <= 1.5)])
 }
 
 /** The report section. @param {any} RP @param {string[]} L */
@@ -379,9 +386,11 @@ function renderReport(RP, L) {
   L.push('')
   if (RP.speed.length) {
     L.push('Throughput, default budget (the segments repeated into one region):', '')
-    L.push('| region | report | ours | ours MB/s | head+tail (JSON.parse + prune, JS) | head+tail MB/s |', '|---|---|---|---|---|---|')
+    L.push('| region | report | ours (wall) | ours (CPU) | ours MB/s wall / CPU | head+tail: JSON.parse + prune, JS (wall) | head+tail MB/s wall / CPU |', '|---|---|---|---|---|---|---|')
     for (const s of RP.speed) {
-      L.push(`| ${(s.bytes / 1e6).toFixed(1)} MB | ${s.reportChars} chars | ${fmtSpread(s.ours)} | ${s.oursMBs.toFixed(1)} | ${fmtSpread(s.baseline)} | ${s.baselineMBs.toFixed(1)} |`)
+      L.push(
+        `| ${(s.bytes / 1e6).toFixed(1)} MB | ${s.reportChars} chars | ${fmtSpread(s.ours)} | ${fmtSpread(s.oursCpu)} | ${s.oursMBs.toFixed(1)} / ${s.oursCpuMBs.toFixed(1)} | ${fmtSpread(s.baseline)} | ${s.baselineMBs.toFixed(1)} / ${s.baselineCpuMBs.toFixed(1)} |`,
+      )
     }
     L.push('')
   }
