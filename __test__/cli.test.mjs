@@ -448,7 +448,7 @@ describe('dsh-fold', { concurrency: Math.max(2, Math.min(6, availableParallelism
       assert.ok(r.stdout.startsWith(`session ${SESSION}: ${EXPECTED.events} events, ${EXPECTED.nodes.length} surface nodes; anchor ${MARK.logLength} (mark ${MARK.id})\n`), r.stdout)
       assert.match(
         r.stdout,
-        new RegExp(`would fold ${region.seqs.length} nodes \\(seq ${region.seqs[0]}\\.\\.${region.seqs.at(-1)}, ${region.chars} chars\\) into a \\d+-char report: \\d+ chars saved \\(dry run: nothing written\\)`),
+        new RegExp(`would fold ${region.seqs.length} nodes \\(seq ${region.seqs[0]}\\.\\.${region.seqs.at(-1)}, ${region.chars} chars\\) into a \\d+-char report \\(\\d+%\\): \\d+ chars saved \\(dry run: nothing written\\)`),
       )
       for (const h of EN) assert.ok(r.stdout.includes(`\n${h}\n`))
       const zh = await ws.json(['fold', ws.file('session.jsonl'), '--store', ws.file('checkpoint.json'), '--lang', 'zh'])
