@@ -6,7 +6,7 @@
 //! `maxChars` absent: the core's `default_max_chars(visible)` = 1000 + visible / 4), the
 //! same bytes for the same input. Throws a coded `FoldError`: `INVALID_ARGUMENT` for a
 //! non-string, non-JSON or non-message input or bad options, `SHRINK` when not even the report's
-//! skeleton fits. All rules live in `fold_core::report`; it runs at about 60 MB/s of CPU time
+//! skeleton fits. All rules live in `fold_core::report`; it runs at about 50 MB/s of CPU time
 //! (bench figure 6), so even a large region costs milliseconds and needs no worker thread.
 
 use fold_core::report::{self, Language, ReportOptions as CoreOptions};
