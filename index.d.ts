@@ -128,8 +128,9 @@ export interface ReportOptions {
   language?: 'en' | 'zh'
   /**
    * Upper bound of the report in UTF-16 units (JS `string.length`); the region's own visible
-   * size minus one bounds it further. Pass the fold's budget here.
-   * @default 4000
+   * size minus one bounds it further. Absent: a function of the region's size, 1000 plus a
+   * quarter of its visible chars (what the plugin and the CLI use).
+   * @default 1000 + floor(visible / 4)
    */
   maxChars?: number
 }

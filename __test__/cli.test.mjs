@@ -391,6 +391,15 @@ describe('dsh-fold', { concurrency: Math.max(2, Math.min(6, availableParallelism
       assert.ok(z.reportChars < z.foldedChars)
       assert.equal(z.charsSaved, z.foldedChars - z.reportChars)
       for (const h of EN) assert.ok(z.report.includes(`${h}\n`), `no ${h}`)
+      // The retention figures of the fold it dry-runs, graded by bin/report-facts.mjs.
+      assert.equal(z.reportRatio, z.reportChars / z.foldedChars)
+      for (const kind of ['paths', 'commands', 'errors']) {
+        const k = z.retention[kind]
+        assert.ok(Number.isInteger(k.kept) && k.kept <= k.total && k.total > 0, `${kind}: ${JSON.stringify(k)}`)
+      }
+      assert.deepEqual(z.retention, j.retention)
+      const text = await ws.run(['fold', ws.file('session.jsonl'), '--store', store])
+      assert.match(text.stdout, /the report keeps paths \d+\/\d+, commands \d+\/\d+, error lines \d+\/\d+ of the region's/)
     })
 
     test('--anchor N: both files agree, with no store at all; the mark anchor gives the mark region', async (t) => {
@@ -439,7 +448,7 @@ describe('dsh-fold', { concurrency: Math.max(2, Math.min(6, availableParallelism
       assert.ok(r.stdout.startsWith(`session ${SESSION}: ${EXPECTED.events} events, ${EXPECTED.nodes.length} surface nodes; anchor ${MARK.logLength} (mark ${MARK.id})\n`), r.stdout)
       assert.match(
         r.stdout,
-        new RegExp(`would fold ${region.seqs.length} nodes \\(seq ${region.seqs[0]}\\.\\.${region.seqs.at(-1)}, ${region.chars} chars\\) into a \\d+-char report: \\d+ chars saved \\(dry run: nothing written\\)`),
+        new RegExp(`would fold ${region.seqs.length} nodes \\(seq ${region.seqs[0]}\\.\\.${region.seqs.at(-1)}, ${region.chars} chars\\) into a \\d+-char report \\(\\d+%\\): \\d+ chars saved \\(dry run: nothing written\\)`),
       )
       for (const h of EN) assert.ok(r.stdout.includes(`\n${h}\n`))
       const zh = await ws.json(['fold', ws.file('session.jsonl'), '--store', ws.file('checkpoint.json'), '--lang', 'zh'])

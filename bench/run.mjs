@@ -11,7 +11,7 @@
  *   npm run bench -- --out FILE.md     another report path
  *   node bench/run.mjs --render        re-render the report from its JSON (after editing NOTES.md)
  *
- * Sections: fold (figure 1), has-active (2), mark (3), concurrent (4), load (5).
+ * Sections: fold (figure 1), has-active (2), mark (3), concurrent (4), load (5), report (6).
  * Method notes: bench/README.md.
  */
 import { execFileSync, spawnSync } from 'node:child_process'
@@ -23,7 +23,7 @@ import { BENCH_DIR, ROOT, parseArgs } from './lib/common.mjs'
 import { fmtSpread, fmtUs, fmtX } from './lib/stats.mjs'
 
 const { quick, opts } = parseArgs()
-const SECTIONS = ['fold', 'has-active', 'mark', 'concurrent', 'load']
+const SECTIONS = ['fold', 'has-active', 'mark', 'concurrent', 'load', 'report']
 const only = typeof opts.only === 'string' ? opts.only.split(',') : SECTIONS
 for (const s of only) if (!SECTIONS.includes(s)) throw new Error(`unknown section ${s}; sections: ${SECTIONS.join(', ')}`)
 
@@ -222,6 +222,8 @@ function render(meta, R) {
       C.ratio >= 5 ? verdict(true) : `${verdict(false)} by ${fmtX(5 / C.ratio)}`,
     ])
   }
+  const RP = R.report
+  if (RP) reportTargets(RP, rows, verdict)
   if (rows.length) {
     L.push('## Targets', '')
     L.push('| figure | target | measured | |', '|---|---|---|---|')
@@ -330,9 +332,66 @@ function render(meta, R) {
     L.push('')
   }
 
+  if (RP) renderReport(RP, L)
+
   if (!meta.quick) {
     const notes = path.join(BENCH_DIR, 'NOTES.md')
     if (existsSync(notes)) L.push(readFileSync(notes, 'utf8').trim(), '')
   }
   return L.join('\n') + '\n'
+}
+
+/** The report section's target rows. @param {any} RP @param {string[][]} rows @param {(ok: boolean) => string} verdict */
+function reportTargets(RP, rows, verdict) {
+  const pct = (/** @type {number} */ x) => `${(100 * x).toFixed(1)}%`
+  for (const language of ['en', 'zh']) {
+    const m = RP.means[`ours/${language}`]
+    for (const [k, what] of [['paths', 'paths the agent named'], ['commands', 'commands (first line)'], ['errors', 'error lines']]) {
+      rows.push([`6. report keeps ${what} (${language})`, '≥ 95% (mean over segments)', `${pct(m[k])} (head+tail ${pct(RP.means['head+tail'][k])})`, verdict(m[k] >= 0.95)])
+    }
+    rows.push([`6. report / region, default budget (${language})`, '≤ 25% (mean)', `${pct(m.ratio)} (max ${pct(m.maxRatio)}; head+tail ${pct(RP.means['head+tail'].ratio)})`, verdict(m.ratio <= 0.25)])
+  }
+  for (const s of RP.speed) {
+    rows.push([
+      `6. report throughput, ${(s.bytes / 1e6).toFixed(1)} MB region`,
+      '≥ 20 MB/s',
+      `${s.oursMBs.toFixed(1)} MB/s wall (${fmtSpread(s.ours)}), ${s.oursCpuMBs.toFixed(1)} MB/s CPU time`,
+      s.oursMBs >= 20 ? verdict(true) : `${verdict(false)} in wall time${s.oursCpuMBs >= 20 ? ' (met in CPU time)' : ''}`,
+    ])
+  }
+  if (Number.isFinite(RP.linear)) rows.push(['6. report CPU time per byte, 8 MB / 1 MB', 'linear (≈ 1×)', fmtX(RP.linear), verdict(RP.linear <= 1.5)])
+}
+
+/** The report section. @param {any} RP @param {string[]} L */
+function renderReport(RP, L) {
+  const pct = (/** @type {number | null} */ x) => (x === null ? '–' : `${(100 * x).toFixed(0)}%`)
+  L.push('## 6. Extractive report on recorded agent trajectories', '')
+  L.push(
+    `${RP.segments} segments of public agent runs (__test__/fixtures/trajectories, SOURCES.md; ${(RP.corpusBytes / 1e3).toFixed(0)} KB of region JSON), graded by bin/report-facts.mjs (independent of the report's code): ` +
+      'the share of the paths the agent named, the commands it ran (first line) and the error lines of its outputs kept verbatim, and the text over the region\'s model-visible chars; means over segments. ' +
+      '**ours**: `extractiveReport` with its default budget (1000 + a quarter of the region; the plugin\'s and `dsh-fold fold`\'s); **ours-4000**: a fixed 4000-char cap; **head+tail**: DSH\'s tool-result-pruner (outputs over 8192 code points keep head 4096 + tail 1024), i.e. no fold.',
+    '',
+  )
+  L.push('| text | paths | commands | error lines | text / region (mean) | max |', '|---|---|---|---|---|---|')
+  for (const v of RP.variants) {
+    const m = RP.means[v]
+    L.push(`| ${v} | ${pct(m.paths)} | ${pct(m.commands)} | ${pct(m.errors)} | ${pct(m.ratio)} | ${pct(m.maxRatio)} |`)
+  }
+  L.push('', 'Per segment (ours, en):', '')
+  L.push('| segment | visible chars | paths | commands | error lines | report / region |', '|---|---|---|---|---|---|')
+  for (const r of RP.perSegment) {
+    const t = r.texts['ours/en']
+    L.push(`| ${r.name} | ${r.visible} | ${pct(t.paths)} of ${r.counts.paths} | ${pct(t.commands)} of ${r.counts.commands} | ${pct(t.errors)} of ${r.counts.errors} | ${pct(t.ratio)} |`)
+  }
+  L.push('')
+  if (RP.speed.length) {
+    L.push('Throughput, default budget (the segments repeated into one region):', '')
+    L.push('| region | report | ours (wall) | ours (CPU) | ours MB/s wall / CPU | head+tail: JSON.parse + prune, JS (wall) | head+tail MB/s wall / CPU |', '|---|---|---|---|---|---|---|')
+    for (const s of RP.speed) {
+      L.push(
+        `| ${(s.bytes / 1e6).toFixed(1)} MB | ${s.reportChars} chars | ${fmtSpread(s.ours)} | ${fmtSpread(s.oursCpu)} | ${s.oursMBs.toFixed(1)} / ${s.oursCpuMBs.toFixed(1)} | ${fmtSpread(s.baseline)} | ${s.baselineMBs.toFixed(1)} / ${s.baselineCpuMBs.toFixed(1)} |`,
+      )
+    }
+    L.push('')
+  }
 }

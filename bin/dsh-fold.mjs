@@ -26,7 +26,8 @@ Usage:
   dsh-fold fold FILE [--anchor N | --store PATH] [--lang en|zh] [--json]
       Dry-run a fold over a session log persisted by @deepseek-ai/dsh-session-persistence-jsonl
       (session.jsonl.zstd or session.jsonl): what would be folded from the session's latest
-      mark (or --anchor N), the chars saved, and the extractive report. Writes nothing.
+      mark (or --anchor N), the chars saved, the extractive report (the plugin's default budget)
+      and how many of the region's paths, commands and error lines it keeps. Writes nothing.
   dsh-fold --help
 
 Exit codes: 0 ok, 1 fold failed (NO_CHECKPOINT, EMPTY_REGION, ...), 64 bad usage,
@@ -222,10 +223,14 @@ async function fold(opts) {
   const messages = regionMessages(session, region.seqs)
   let report
   try {
-    report = addon.extractiveReport(JSON.stringify(messages), { language: opts.lang, ...(region.foldedChars > 1 ? { maxChars: region.foldedChars - 1 } : {}) })
+    // The plugin's budget: the addon's default, a function of the region's size.
+    report = addon.extractiveReport(JSON.stringify(messages), { language: opts.lang })
   } catch (e) {
     throw new CliError(`${/** @type {any} */ (e).code}: ${/** @type {Error} */ (e).message}`, 1)
   }
+  // Graded independently of the report's code (bin/report-facts.mjs).
+  const { regionFacts, keptCounts } = await import('./report-facts.mjs')
+  const retention = keptCounts(report, regionFacts(messages))
   const out = {
     sessionId: header.id,
     markId,
@@ -236,11 +241,15 @@ async function fold(opts) {
     foldedChars: region.foldedChars,
     reportChars: report.length,
     charsSaved: region.foldedChars - report.length,
+    reportRatio: region.foldedChars > 0 ? report.length / region.foldedChars : 0,
+    retention,
     report,
   }
   if (opts.json) return print(out, true)
+  const kept = (/** @type {{kept: number, total: number}} */ k) => `${k.kept}/${k.total}`
   console.log(`session ${header.id}: ${events.length} events, ${session.surface.nodes.length} surface nodes; anchor ${anchor}${markId ? ` (mark ${markId})` : ''}`)
-  console.log(`would fold ${out.foldedNodes} nodes (seq ${out.start}..${out.end}, ${out.foldedChars} chars) into a ${out.reportChars}-char report: ${out.charsSaved} chars saved (dry run: nothing written)\n`)
+  console.log(`would fold ${out.foldedNodes} nodes (seq ${out.start}..${out.end}, ${out.foldedChars} chars) into a ${out.reportChars}-char report (${Math.round(100 * out.reportRatio)}%): ${out.charsSaved} chars saved (dry run: nothing written)`)
+  console.log(`the report keeps paths ${kept(retention.paths)}, commands ${kept(retention.commands)}, error lines ${kept(retention.errors)} of the region's\n`)
   console.log(report)
 }
 

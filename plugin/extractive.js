@@ -7,14 +7,15 @@ import { addon } from './addon.js'
 import { regionMessages } from './surface.js'
 
 /**
- * A `summarize` callback writing the extractive report (always shorter than the region).
+ * A `summarize` callback writing the extractive report with the addon's default budget, a
+ * function of the region's size (1000 + a quarter of its visible chars, and always shorter
+ * than the region) — the budget `dsh-fold fold` uses too.
  * @param {{session: any, language: 'en' | 'zh'}} options
  */
 export function extractiveSummarizer({ session, language }) {
   return async (/** @type {{seqs: Uint32Array, foldedChars: number}} */ region) => {
     const messages = regionMessages(session, region.seqs)
-    const maxChars = region.foldedChars > 1 ? region.foldedChars - 1 : undefined
-    return { text: addon.extractiveReport(JSON.stringify(messages), { language, ...(maxChars ? { maxChars } : {}) }), finish: 'extractive' }
+    return { text: addon.extractiveReport(JSON.stringify(messages), { language }), finish: 'extractive' }
   }
 }
 

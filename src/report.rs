@@ -2,13 +2,14 @@
 //!
 //! Contract: takes the region's messages as a JSON string (DSH's `deriveMessages()` shape) and
 //! options `{ language?: 'en' | 'zh', maxChars?: number }`, returns the Markdown report, at most
-//! `min(maxChars, visible - 1)` UTF-16 units long (`visible`: the region's model-visible text), the
+//! `min(maxChars, visible - 1)` UTF-16 units long (`visible`: the region's model-visible text;
+//! `maxChars` absent: the core's `default_max_chars(visible)` = 1000 + visible / 4), the
 //! same bytes for the same input. Throws a coded `FoldError`: `INVALID_ARGUMENT` for a
 //! non-string, non-JSON or non-message input or bad options, `SHRINK` when not even the report's
-//! skeleton fits. All rules live in `fold_core::report`; it runs at about 50 MB/s, so even a huge
-//! region costs milliseconds and needs no worker thread.
+//! skeleton fits. All rules live in `fold_core::report`; it runs at about 50 MB/s of CPU time
+//! (bench figure 6), so even a large region costs milliseconds and needs no worker thread.
 
-use fold_core::report::{self, Language, ReportOptions as CoreOptions, DEFAULT_MAX_CHARS};
+use fold_core::report::{self, Language, ReportOptions as CoreOptions};
 use fold_core::FoldError;
 use napi::bindgen_prelude::*;
 use napi::{Env, ValueType};
@@ -27,17 +28,15 @@ pub struct ReportOptions {
     #[napi(ts_type = "'en' | 'zh'")]
     pub language: Option<String>,
     /// Upper bound of the report in UTF-16 units (JS `string.length`); the region's own visible
-    /// size minus one bounds it further. Pass the fold's budget here.
-    /// @default 4000
+    /// size minus one bounds it further. Absent: a function of the region's size, 1000 plus a
+    /// quarter of its visible chars (what the plugin and the CLI use).
+    /// @default 1000 + floor(visible / 4)
     pub max_chars: Option<u32>,
 }
 
 /// Reads `options` (absent, `undefined` or `null`: the defaults).
 fn options(v: Option<&Unknown<'_>>) -> napi::Result<CoreResult<CoreOptions>> {
-    let mut out = CoreOptions {
-        language: Language::En,
-        max_chars: DEFAULT_MAX_CHARS,
-    };
+    let mut out = CoreOptions::default();
     let Some(v) = v else { return Ok(Ok(out)) };
     match v.get_type()? {
         ValueType::Undefined | ValueType::Null => return Ok(Ok(out)),
@@ -73,7 +72,7 @@ fn options(v: Option<&Unknown<'_>>) -> napi::Result<CoreResult<CoreOptions>> {
                     "options.maxChars must be an integer from 1 to {MAX_CHARS}, got {n}"
                 ))));
             }
-            out.max_chars = n as usize;
+            out.max_chars = Some(n as usize);
         }
         _ => {
             return Ok(Err(FoldError::invalid(format!(

@@ -5,8 +5,9 @@
 //! `toolCallId`) and `isError`. A bad element fails the whole array with an error that names its
 //! index (`message 3: ...`). Blocks are `text`, `reasoning`, `tool-call` and `tool-result` (whose
 //! content is blocks again); any other `type` reads as `Block::Other`, which the report skips.
-//! `join_text` joins the text blocks of a content list with newlines.
+//! `join_text` joins the text blocks of a content list with newlines (borrowing a lone one).
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
@@ -91,7 +92,11 @@ impl<'de> Deserialize<'de> for Messages {
     }
 }
 
-pub(super) fn join_text(blocks: &[Block]) -> String {
+pub(super) fn join_text(blocks: &[Block]) -> Cow<'_, str> {
+    // The usual output is one text block: borrow it.
+    if let [Block::Text { text }] = blocks {
+        return Cow::Borrowed(text);
+    }
     let mut out = String::new();
     for b in blocks {
         if let Block::Text { text } = b {
@@ -101,7 +106,7 @@ pub(super) fn join_text(blocks: &[Block]) -> String {
             out.push_str(text);
         }
     }
-    out
+    Cow::Owned(out)
 }
 
 #[cfg(test)]

@@ -1,21 +1,72 @@
-//! Layout and budget: the report's sections, the priority groups, the greedy fit, and its
-//! English and Chinese text.
+//! Layout and budget: the report's lines, their priorities, the greedy fit, and the English and
+//! Chinese text.
 //!
-//! Contract. `Plan::new` sets the facts into groups in the heuristics' priority order, each
-//! bound to a section and a rank within it. `Plan::render(limit)` counts costs without
-//! rendering: when everything fits it writes the whole report; otherwise it takes items greedily
-//! in priority order (skipping one that does not fit, cutting the next step when that helps)
-//! and closes with a line saying how many were left out. The result is at most `limit` UTF-16
-//! units, every section heading appears once and in order (an empty section says so), and
-//! `None` means not even that skeleton fits.
+//! Contract. `Plan::new` turns the facts into atoms — one report line each (a step, an error
+//! line under it, a conclusion), an item of an inline list (a path), or a suffix of another
+//! atom's line (a step's last output line) — each with a priority and a place in the report.
+//! `Plan::render(limit)` counts costs without rendering: when everything fits it writes the whole
+//! report; otherwise it takes atoms by priority, in report order within a priority (an atom that
+//! does not fit is skipped, smaller later ones may still fit; a suffix only joins a line that
+//! was taken; the conclusion and the next step may be cut), and closes with a line saying how
+//! many atoms were left out. Costs are counted on the English text, whose every phrase is at
+//! least as long as its Chinese one: both languages keep the same atoms, the same facts. The result is at most `limit` UTF-16 units; every section heading
+//! appears once and in order (an empty section says `(none)`, or `(omitted)` when its atoms did
+//! not fit); `None` means not even that skeleton fits. Time is linear in the atoms (one pass per
+//! priority level, and there are `LEVELS` of them).
 
-use std::rc::Rc;
+use std::collections::HashSet;
 
-use super::facts::Facts;
-use super::scan::{cap, len16};
+use super::facts::{Facts, Outcome, PathRole, Step, Summary, ToolKind};
+use super::scan::{cap, len16, FxBuild};
 use super::Language;
 
+/// The shortest cut of a cut-able atom worth writing.
 const MIN_CUT: usize = 40;
+/// Failed commands still worth naming as unresolved, newest first.
+const MAX_UNRESOLVED: usize = 2;
+/// How much of a command an unresolved line repeats (the step line above has it whole): its
+/// head and its tail, which tell apart commands that share a long prefix.
+const CAP_UNRESOLVED: (usize, usize) = (60, 40);
+
+/// Priorities, most important first: failed calls (and calls whose output printed new error
+/// lines), their error lines, the paths, the other shell commands, ...
+const P_FAILED: u8 = 0;
+const P_ERROR: u8 = 1;
+const P_PATH: u8 = 2;
+const P_STEP: u8 = 3;
+const P_NEXT: u8 = 4;
+const P_CONCLUSION: u8 = 5;
+const P_UNRESOLVED: u8 = 6;
+const P_MINOR_STEP: u8 = 7;
+const P_SENTENCE: u8 = 8;
+const P_TAIL: u8 = 9;
+const LEVELS: u8 = 10;
+
+const FINDINGS: usize = 0;
+const FILES: usize = 1;
+const DECISIONS: usize = 2;
+const QUESTIONS: usize = 3;
+const NEXT: usize = 4;
+
+struct Phrases {
+    none: &'static str,
+    omitted: &'static str,
+    exit: &'static str,
+    failed: &'static str,
+    ok: &'static str,
+    no_output: &'static str,
+    entries: &'static str,
+    lines: &'static str,
+    more_lines: (&'static str, &'static str),
+    repeated: &'static str,
+    edits: &'static str,
+    conclusion: &'static str,
+    still_failing: &'static str,
+    edited: &'static str,
+    written: &'static str,
+    read: &'static str,
+    named: &'static str,
+}
 
 impl Language {
     fn phrases(self) -> Phrases {
@@ -23,18 +74,40 @@ impl Language {
             Self::En => Phrases {
                 none: "- (none)",
                 omitted: "- (omitted)",
-                errors: "- Errors and failures:",
-                values: "- Values the outputs established: ",
-                tails: "- Last lines of each output:",
-                output: "tool output",
+                exit: " → exit ",
+                failed: " → failed",
+                ok: " → ok",
+                no_output: " → ok, no output",
+                entries: " entries",
+                lines: " lines",
+                more_lines: (" (+", " lines)"),
+                repeated: ", errors as above",
+                edits: " edits)",
+                conclusion: "- Conclusion: ",
+                still_failing: "- Still failing: ",
+                edited: "- Edited: ",
+                written: "- Written: ",
+                read: "- Read: ",
+                named: "- Also named: ",
             },
             Self::Zh => Phrases {
                 none: "- （无）",
                 omitted: "- （已省略）",
-                errors: "- 错误与失败：",
-                values: "- 输出确认的值：",
-                tails: "- 各输出的最后几行：",
-                output: "工具输出",
+                exit: " → 退出码 ",
+                failed: " → 失败",
+                ok: " → 成功",
+                no_output: " → 成功，无输出",
+                entries: " 项",
+                lines: " 行",
+                more_lines: ("（另 ", " 行）"),
+                repeated: "，错误同上",
+                edits: " 次编辑)",
+                conclusion: "- 结论：",
+                still_failing: "- 仍然失败：",
+                edited: "- 已修改：",
+                written: "- 已写入：",
+                read: "- 已读取：",
+                named: "- 其他提及：",
             },
         }
     }
@@ -54,221 +127,261 @@ impl Language {
     }
 }
 
-struct Phrases {
-    none: &'static str,
-    omitted: &'static str,
-    errors: &'static str,
-    values: &'static str,
-    tails: &'static str,
-    output: &'static str,
+/// How an atom sits in the report.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    /// A line of its own.
+    Line,
+    /// An item of its group's inline list (`header` + items joined by `, `).
+    Item,
+    /// Text appended to the line of the atom at this index (always an earlier `Line`).
+    Suffix(usize),
 }
 
-const FINDINGS: usize = 0;
-const FILES: usize = 1;
-const DECISIONS: usize = 2;
-const QUESTIONS: usize = 3;
-const NEXT: usize = 4;
-
-/// A run of lines inside a section: an optional header line, then items (one per line, or all on
-/// the header line separated by `, ` when `inline`). A `cut` group holds one text that may be
-/// shortened to fit.
-struct Group {
+struct Atom {
+    prio: u8,
     section: usize,
-    /// Render rank within the section.
-    order: u8,
-    header: &'static str,
-    inline: bool,
-    cut: bool,
-    /// Written around every item.
-    affix: (&'static str, &'static str),
-    items: Vec<Rc<str>>,
+    /// Atoms of one inline list share a group; its header opens the line.
+    group: usize,
+    shape: Shape,
+    /// May be cut to fit: its text after the first `cut` bytes (a fixed label) is what is cut.
+    cut: Option<usize>,
+    /// The English text: what costs are counted on. Every Chinese phrase is at most as long as
+    /// its English one, so a choice that fits in English fits in Chinese, and both languages
+    /// keep the same facts.
+    text: String,
+    /// The Chinese text, when the report is Chinese (same verbatim content).
+    local: Option<String>,
 }
 
-impl Group {
-    fn new(section: usize, order: u8, prefix: &'static str, items: &[Rc<str>]) -> Self {
-        Self {
-            section,
-            order,
-            header: "",
-            inline: false,
-            cut: false,
-            affix: (prefix, ""),
-            items: items.to_vec(),
-        }
-    }
+/// An atom's text in both languages: English, and Chinese when asked for.
+type Texts = (String, Option<String>);
 
-    /// An item's cost: its text and affixes, plus its newline (or `, ` after an inline first).
-    fn cost(&self, item: &str, nth: usize) -> usize {
-        let sep = if !self.inline {
-            1
-        } else if nth > 0 {
-            2
-        } else {
-            0
-        };
-        len16(self.affix.0) + len16(item) + len16(self.affix.1) + sep
-    }
-}
-
-/// The report's groups in priority order, with the section order kept for rendering.
+/// The report's atoms in report order.
 pub(super) struct Plan {
     language: Language,
-    groups: Vec<Group>,
-    /// Render order of group indices within each section.
-    layout: [Vec<usize>; 5],
+    atoms: Vec<Atom>,
+    /// Inline-list headers (English, Chinese), by group index (`""` for groups that are not
+    /// inline lists).
+    headers: Vec<[&'static str; 2]>,
 }
 
 impl Plan {
     pub(super) fn new(f: &Facts, language: Language, messages: usize, visible: usize) -> Self {
-        let p = language.phrases();
-        let other_paths: Vec<Rc<str>> = f
-            .other_paths
-            .items
-            .iter()
-            .filter(|s| !f.arg_paths.seen.contains(*s))
-            .cloned()
-            .collect();
-        let commands: Vec<Rc<str>> = f
-            .commands
-            .items
-            .iter()
-            .map(|c| {
-                if c.contains('\n') {
-                    c.lines().collect::<Vec<_>>().join("\n    ").into()
-                } else {
-                    c.clone()
-                }
-            })
-            .collect();
-        let tails: Vec<Rc<str>> = f
-            .tails
-            .iter()
-            .map(|t| {
-                let label = if t.label.is_empty() { p.output } else { &t.label };
-                format!("  - {label} →\n    {}", t.lines.join("\n    ")).into()
-            })
-            .collect();
-        let next: Vec<Rc<str>> = f.next.iter().map(|s| s.as_str().into()).collect();
-        let counts: Rc<str> = language.counts(messages, f.calls, f.failed, visible).into();
-        // Priority order. `order` is the render order within a section: findings are earlier
-        // observations, conclusions, errors, values, tails, counts; files are argument paths,
-        // other paths, commands.
-        let mut groups = vec![
-            Group {
-                affix: ("- `", "`"),
-                ..Group::new(FILES, 0, "", &f.arg_paths.items)
-            },
-            Group::new(FILES, 2, "- $ ", &commands),
-            Group {
-                header: p.errors,
-                ..Group::new(FINDINGS, 2, "  - ", &f.errors.items)
-            },
-            Group {
-                cut: true,
-                ..Group::new(NEXT, 0, "", &next)
-            },
-            Group::new(FINDINGS, 1, "- ", &f.conclusions.items),
-            Group {
-                affix: ("- `", "`"),
-                ..Group::new(FILES, 1, "", &other_paths)
-            },
-            Group::new(DECISIONS, 0, "- ", &f.decisions.items),
-            Group::new(QUESTIONS, 0, "- ", &f.questions.items),
-            Group::new(FINDINGS, 0, "- ", &f.notes.items),
-            Group {
-                header: p.values,
-                inline: true,
-                affix: ("`", "`"),
-                ..Group::new(FINDINGS, 3, "", &f.values.items)
-            },
-            Group {
-                header: p.tails,
-                ..Group::new(FINDINGS, 4, "", &tails)
-            },
-            Group::new(FINDINGS, 5, "", &[counts]),
-        ];
-        groups.retain(|g| !g.items.is_empty());
-        let mut layout: [Vec<usize>; 5] = Default::default();
-        for (i, g) in groups.iter().enumerate() {
-            layout[g.section].push(i);
-        }
-        for l in &mut layout {
-            l.sort_by_key(|&i| groups[i].order);
-        }
-        Self {
+        let zh = language == Language::Zh;
+        let (en_p, zh_p) = (Language::En.phrases(), Language::Zh.phrases());
+        // The same text in both languages: `make` writes it with one language's phrases.
+        let both = |make: &dyn Fn(&Phrases) -> String| -> Texts { (make(&en_p), zh.then(|| make(&zh_p))) };
+        let mut plan = Self {
             language,
-            groups,
-            layout,
+            atoms: Vec::new(),
+            headers: Vec::new(),
+        };
+        // Findings: the counts, every step with its new error lines, the conclusion.
+        let counts = (
+            Language::En.counts(messages, f.calls, f.failed, visible),
+            zh.then(|| Language::Zh.counts(messages, f.calls, f.failed, visible)),
+        );
+        plan.line(P_FAILED, FINDINGS, counts, None);
+        // A step repeated with the same line and nothing new is one line with a count.
+        let mut last: Option<(usize, Texts, usize)> = None;
+        for step in &f.steps {
+            let prio = if matches!(step.outcome, Outcome::Failed(_)) || !step.errors.is_empty() {
+                P_FAILED
+            } else if step.kind == ToolKind::Shell {
+                P_STEP
+            } else {
+                P_MINOR_STEP
+            };
+            let line = both(&|p| format!("- {}", step_line(step, p, None)));
+            if let Some((at, prev, n)) = &mut last {
+                if *prev == line && step.errors.is_empty() {
+                    *n += 1;
+                    let a = &mut plan.atoms[*at];
+                    a.text = format!("{} (×{n})", prev.0);
+                    a.local = prev.1.as_ref().map(|l| format!("{l} (×{n})"));
+                    continue;
+                }
+            }
+            let at = plan.line(prio, FINDINGS, line.clone(), None);
+            last = Some((at, line, 1));
+            if let (Outcome::Ok, Some(Summary::Tail(tail))) = (step.outcome, &step.summary) {
+                if step.errors.is_empty() && !step.repeated {
+                    plan.suffix(at, both(&|_| format!(": {tail}")));
+                }
+            }
+            for &e in &step.errors {
+                let error = &f.errors.items[e];
+                plan.line(P_ERROR, FINDINGS, both(&|_| format!("  - {error}")), None);
+                last = None;
+            }
         }
+        if let Some(c) = &f.conclusion {
+            let texts = both(&|p| format!("{}{c}", p.conclusion));
+            plan.line(P_CONCLUSION, FINDINGS, texts, Some(c.len()));
+        }
+        // Files and Artifacts: every path the agent named, by the strongest role it played.
+        for (role, header) in [
+            (PathRole::Edited, [en_p.edited, zh_p.edited]),
+            (PathRole::Written, [en_p.written, zh_p.written]),
+            (PathRole::Read, [en_p.read, zh_p.read]),
+            (PathRole::Named, [en_p.named, zh_p.named]),
+        ] {
+            let mut paths = f.paths_with(role);
+            if role == PathRole::Named {
+                // A path only named in a command or an error line is in that line already.
+                paths.retain(|p| !f.in_labels.seen.contains(p));
+            }
+            if paths.is_empty() {
+                continue;
+            }
+            let group = plan.group(header);
+            for path in paths {
+                let edits = f.edits.get(&path).copied().unwrap_or(0);
+                let (text, local) = both(&|p| {
+                    if edits > 1 {
+                        format!("`{path}` ({edits}{}", p.edits)
+                    } else {
+                        format!("`{path}`")
+                    }
+                });
+                plan.atoms.push(Atom {
+                    prio: P_PATH,
+                    section: FILES,
+                    group,
+                    shape: Shape::Item,
+                    cut: None,
+                    text,
+                    local,
+                });
+            }
+        }
+        // Decisions, open questions (commands whose program never succeeded afterwards first),
+        // the next step the agent announced.
+        for d in &f.decisions {
+            plan.line(P_SENTENCE, DECISIONS, both(&|_| format!("- {d}")), None);
+        }
+        for step in unresolved(&f.steps) {
+            let texts = both(&|p| format!("{}{}", p.still_failing, step_line(step, p, Some(CAP_UNRESOLVED))));
+            plan.line(P_UNRESOLVED, QUESTIONS, texts, None);
+        }
+        for q in &f.questions {
+            plan.line(P_SENTENCE, QUESTIONS, both(&|_| format!("- {q}")), None);
+        }
+        if let Some(n) = &f.next {
+            plan.line(P_NEXT, NEXT, both(&|_| format!("- {n}")), Some(n.len()));
+        }
+        plan
+    }
+
+    fn group(&mut self, header: [&'static str; 2]) -> usize {
+        self.headers.push(header);
+        self.headers.len() - 1
+    }
+
+    /// Adds a line; `cut_tail`: the length in bytes of its last part that may be cut.
+    fn line(&mut self, prio: u8, section: usize, (text, local): Texts, cut_tail: Option<usize>) -> usize {
+        let group = self.group(["", ""]);
+        self.atoms.push(Atom {
+            prio,
+            section,
+            group,
+            shape: Shape::Line,
+            cut: cut_tail.map(|n| text.len() - n),
+            text,
+            local,
+        });
+        self.atoms.len() - 1
+    }
+
+    fn suffix(&mut self, of: usize, (text, local): Texts) {
+        let a = &self.atoms[of];
+        let (section, group) = (a.section, a.group);
+        self.atoms.push(Atom {
+            prio: P_TAIL,
+            section,
+            group,
+            shape: Shape::Suffix(of),
+            cut: None,
+            text,
+            local,
+        });
+    }
+
+    /// An atom's cost in English: its text, plus its newline (a line), or its list header and
+    /// newline (the first item of a list) or `, ` (a later item).
+    fn cost(&self, a: &Atom, text_len: usize, first_in_group: bool) -> usize {
+        text_len
+            + match a.shape {
+                Shape::Line => 1,
+                Shape::Suffix(_) => 0,
+                Shape::Item if first_in_group => len16(self.headers[a.group][0]) + 1,
+                Shape::Item => 2,
+            }
     }
 
     /// The report within `limit` UTF-16 units, or `None` when not even the skeleton fits.
     ///
-    /// Costs are counted, not rendered: a line costs its UTF-16 length plus its newline; a
-    /// section with nothing in it costs its placeholder line (the longer of the two when
-    /// counting before the choice is known, so the count is an upper bound).
+    /// The choice is made on the English costs (the longer ones), so a Chinese report keeps
+    /// exactly the atoms an English one keeps.
     pub(super) fn render(&self, limit: usize) -> Option<String> {
-        let p = self.language.phrases();
-        let headings: usize = self.language.sections().iter().map(|h| len16(h) + 1).sum::<usize>() + 4;
-        let header = |g: &Group| if g.header.is_empty() { 0 } else { len16(g.header) + 1 };
+        let p = Language::En.phrases();
+        let headings: usize = Language::En.sections().iter().map(|h| len16(h) + 1).sum::<usize>() + 4;
         let mut full = headings;
-        for layout in &self.layout {
-            let body: usize = layout
-                .iter()
-                .map(|&gi| {
-                    let g = &self.groups[gi];
-                    header(g) + g.items.iter().enumerate().map(|(n, s)| g.cost(s, n)).sum::<usize>()
-                })
-                .sum();
-            full += if body == 0 { len16(p.none) + 1 } else { body };
+        let mut filled = [false; 5];
+        let mut open = vec![false; self.headers.len()];
+        for a in &self.atoms {
+            full += self.cost(a, len16(&a.text), !open[a.group]);
+            open[a.group] = true;
+            filled[a.section] = true;
         }
+        full += filled.iter().filter(|f| !**f).count() * (len16(p.none) + 1);
         if full <= limit {
-            let taken = self
-                .groups
-                .iter()
-                .map(|g| vec![Take::Whole; g.items.len()])
-                .collect::<Vec<_>>();
-            return Some(self.write(&taken, None));
+            return Some(self.write(&vec![Take::Whole; self.atoms.len()], None));
         }
-        let total: usize = self.groups.iter().map(|g| g.items.len()).sum();
-        let marker_cost = len16(&self.language.marker(total, total, limit)) + 2;
-        let empty = (len16(p.none).max(len16(p.omitted)) + 1) as isize;
-        let budget = limit as isize - marker_cost as isize;
-        let mut used = headings as isize + 5 * empty;
+        let total = self.atoms.len();
+        let marker_cost = len16(&Language::En.marker(total, total, limit)) + 2;
+        let empty = len16(p.none).max(len16(p.omitted)) + 1;
+        let budget = limit.checked_sub(marker_cost)?;
+        let mut used = headings + 5 * empty;
         if used > budget {
             return None;
         }
-        let mut in_section = [0usize; 5];
-        let mut taken: Vec<Vec<Take>> = self.groups.iter().map(|g| vec![Take::No; g.items.len()]).collect();
+        let mut taken = vec![Take::No; total];
+        let mut open = vec![false; self.headers.len()];
+        let mut filled = [false; 5];
         let mut kept = 0;
-        for (gi, g) in self.groups.iter().enumerate() {
-            let mut in_group = 0usize;
-            for (ii, it) in g.items.iter().enumerate() {
-                let mut fixed = 0isize;
-                if in_group == 0 {
-                    fixed += header(g) as isize;
-                    if in_section[g.section] == 0 {
-                        fixed -= empty;
+        for level in 0..LEVELS {
+            for (i, a) in self.atoms.iter().enumerate() {
+                if a.prio != level {
+                    continue;
+                }
+                if let Shape::Suffix(of) = a.shape {
+                    if matches!(taken[of], Take::No) {
+                        continue;
                     }
                 }
-                let room = budget - used - fixed;
-                let cost = g.cost(it, in_group) as isize;
-                let take = if cost <= room {
-                    used += fixed + cost;
-                    Take::Whole
-                } else if g.cut && room - cost + (len16(it) as isize) >= (MIN_CUT + 4) as isize {
-                    let mut cut = cap(it, (room - cost + len16(it) as isize - 4) as usize).into_owned();
-                    if cut.matches("```").count() % 2 == 1 {
-                        cut.push_str("\n```");
+                // Taking the first atom of a section frees its placeholder line.
+                let freed = if filled[a.section] { 0 } else { empty };
+                let room = budget + freed - used;
+                let whole = self.cost(a, len16(&a.text), !open[a.group]);
+                let (take, cost) = if whole <= room {
+                    (Take::Whole, whole)
+                } else if let Some(head) = a.cut {
+                    // Cut the verbatim tail to what is left after the fixed head.
+                    let fixed = self.cost(a, len16(&a.text[..head]), !open[a.group]);
+                    if room < fixed + MIN_CUT {
+                        continue;
                     }
-                    used += fixed + g.cost(&cut, in_group) as isize;
-                    Take::Cut(cut)
+                    let kept_tail = cap(&a.text[head..], room - fixed);
+                    (Take::Cut(room - fixed), fixed + len16(&kept_tail))
                 } else {
                     continue;
                 };
-                taken[gi][ii] = take;
-                in_group += 1;
-                in_section[g.section] += 1;
+                used = used + cost - freed;
+                open[a.group] = true;
+                filled[a.section] = true;
+                taken[i] = take;
                 kept += 1;
             }
         }
@@ -278,44 +391,67 @@ impl Plan {
         Some(out)
     }
 
-    /// Renders the chosen items in section order, then the marker when one is given.
-    fn write(&self, taken: &[Vec<Take>], marker: Option<&str>) -> String {
+    /// Renders the taken atoms in report order and the report's language, then the marker when
+    /// one is given.
+    fn write(&self, taken: &[Take], marker: Option<&str>) -> String {
         let p = self.language.phrases();
+        let local = usize::from(self.language == Language::Zh);
         let mut out = String::new();
+        let mut any = [false; 5];
+        let mut dropped = [false; 5];
+        let mut bodies: [String; 5] = Default::default();
+        let mut open_group = usize::MAX;
+        for (a, t) in self.atoms.iter().zip(taken) {
+            let text = a.local.as_deref().unwrap_or(&a.text);
+            let text = match t {
+                Take::No => {
+                    dropped[a.section] = true;
+                    continue;
+                }
+                Take::Whole => std::borrow::Cow::Borrowed(text),
+                Take::Cut(units) => {
+                    // The cut part is the verbatim tail, the same bytes in both languages.
+                    let tail = a.text.len() - a.cut.unwrap_or(a.text.len());
+                    let (head, rest) = text.split_at(text.len() - tail);
+                    std::borrow::Cow::Owned(format!("{head}{}", cap(rest, *units)))
+                }
+            };
+            let body = &mut bodies[a.section];
+            any[a.section] = true;
+            match a.shape {
+                Shape::Line => {
+                    body.push_str(&text);
+                    body.push('\n');
+                }
+                Shape::Suffix(_) => {
+                    // The parent line was written last in this section: insert before its newline.
+                    body.pop();
+                    body.push_str(&text);
+                    body.push('\n');
+                }
+                Shape::Item => {
+                    if open_group == a.group {
+                        body.pop();
+                        body.push_str(", ");
+                    } else {
+                        body.push_str(self.headers[a.group][local]);
+                    }
+                    body.push_str(&text);
+                    body.push('\n');
+                }
+            }
+            open_group = a.group;
+        }
         for (si, heading) in self.language.sections().iter().enumerate() {
             if si > 0 {
                 out.push('\n');
             }
             out.push_str(heading);
             out.push('\n');
-            let mut any = false;
-            let mut dropped = false;
-            for &gi in &self.layout[si] {
-                let g = &self.groups[gi];
-                let mut items = g.items.iter().zip(&taken[gi]).filter_map(|(s, t)| match t {
-                    Take::No => None,
-                    Take::Whole => Some(&**s),
-                    Take::Cut(c) => Some(c.as_str()),
-                });
-                dropped |= taken[gi].iter().any(|t| matches!(t, Take::No));
-                let Some(first) = items.next() else { continue };
-                any = true;
-                out.push_str(g.header);
-                if !g.inline && !g.header.is_empty() {
-                    out.push('\n');
-                }
-                for (n, s) in std::iter::once(first).chain(items).enumerate() {
-                    if n > 0 {
-                        out.push_str(if g.inline { ", " } else { "\n" });
-                    }
-                    out.push_str(g.affix.0);
-                    out.push_str(s);
-                    out.push_str(g.affix.1);
-                }
-                out.push('\n');
-            }
-            if !any {
-                out.push_str(if dropped { p.omitted } else { p.none });
+            if any[si] {
+                out.push_str(&bodies[si]);
+            } else {
+                out.push_str(if dropped[si] { p.omitted } else { p.none });
                 out.push('\n');
             }
         }
@@ -328,10 +464,88 @@ impl Plan {
     }
 }
 
-/// Whether an item made it into the report, whole or cut.
-#[derive(Clone)]
+/// A step's line: `$ command (+N lines) → exit 1`, `read_file src/a.rs → 120 lines`; a label
+/// longer than `head + tail` chars (`short`) keeps its head and tail around `…`.
+fn step_line(step: &Step, p: &Phrases, short: Option<(usize, usize)>) -> String {
+    let mut s = String::with_capacity(step.label.len() + 32);
+    if step.kind == ToolKind::Shell {
+        s.push_str("$ ");
+    }
+    match short {
+        Some((head, tail)) if len16(&step.label) > head + tail + 1 => {
+            s.push_str(cap(&step.label, head + 1).trim_end_matches('…'));
+            s.push('…');
+            let chars: Vec<char> = step.label.chars().collect();
+            let mut units = 0;
+            let mut from = chars.len();
+            while from > 0 && units + chars[from - 1].len_utf16() <= tail {
+                from -= 1;
+                units += chars[from].len_utf16();
+            }
+            s.extend(&chars[from..]);
+        }
+        _ => s.push_str(&step.label),
+    }
+    if step.more_lines > 0 {
+        s.push_str(p.more_lines.0);
+        s.push_str(&step.more_lines.to_string());
+        s.push_str(p.more_lines.1);
+    }
+    match (step.outcome, &step.summary) {
+        (Outcome::Pending, _) => {}
+        (Outcome::Failed(Some(code)), _) => {
+            s.push_str(p.exit);
+            s.push_str(&code.to_string());
+        }
+        (Outcome::Failed(None), _) => s.push_str(p.failed),
+        (Outcome::Ok, Some(Summary::Listing(n))) => {
+            s.push_str(" → ");
+            s.push_str(&n.to_string());
+            s.push_str(p.entries);
+        }
+        (Outcome::Ok, Some(Summary::Lines(n))) => {
+            s.push_str(" → ");
+            s.push_str(&n.to_string());
+            s.push_str(p.lines);
+        }
+        (Outcome::Ok, Some(Summary::Empty)) => s.push_str(p.no_output),
+        (Outcome::Ok, _) => s.push_str(p.ok),
+    }
+    if step.repeated {
+        s.push_str(p.repeated);
+    }
+    s
+}
+
+/// Failed shell steps whose program never succeeded later in the region, newest first (at most
+/// `MAX_UNRESOLVED`): what the agent left broken.
+fn unresolved(steps: &[Step]) -> Vec<&Step> {
+    let mut out: Vec<&Step> = Vec::new();
+    let mut fixed: HashSet<&str, FxBuild> = HashSet::default();
+    for step in steps.iter().rev() {
+        let Some(key) = step.key.as_deref() else { continue };
+        let program = super::facts::primary_program(key);
+        match step.outcome {
+            Outcome::Ok => {
+                fixed.insert(program);
+            }
+            Outcome::Failed(_)
+                if !fixed.contains(&program)
+                    && out.len() < MAX_UNRESOLVED
+                    && !out.iter().any(|s| s.key == step.key) =>
+            {
+                out.push(step);
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Whether an atom made it into the report, whole or with its tail cut to this many units.
+#[derive(Clone, Copy)]
 enum Take {
     No,
     Whole,
-    Cut(String),
+    Cut(usize),
 }

@@ -3,63 +3,60 @@
 //! Contract. [`extractive_report`] takes the region's messages in DSH's shape (a JSON array of
 //! `{role, content: [blocks]}`) and writes the same Markdown sections as the LLM report —
 //! Findings / Files and Artifacts / Decisions / Unresolved Questions / Recommended Next Step —
-//! in English or Chinese. It copies, never paraphrases: every item is a verbatim piece of the
-//! region, set in fixed headings and labels. Output is a pure function of the input bytes and
-//! the options (no hash-order iteration, no clock), costs time linear in the region, and is at
-//! most `min(maxChars, visible - 1)` UTF-16 units long, where `visible` is the region's own
-//! model-visible text (user/assistant text, reasoning, tool-call arguments, tool outputs; the
-//! fold's shrink meter). When not even the report's skeleton fits, it fails with `SHRINK`; a
-//! region with no visible text is bounded by `maxChars` alone. Input that is not an array of
-//! messages, or a message that is not `{role: 'system'|'user'|'assistant'|'tool', content: []}`,
-//! is `INVALID_ARGUMENT`; block types it does not know (images, plugin blocks) are skipped.
+//! in English or Chinese. It reads like a person's account of the work: what ran and how it
+//! ended, the error lines the outputs printed, the files touched, the agent's conclusion and
+//! next step. It copies, never paraphrases: every item is a verbatim piece of the region (a
+//! command's first line, an error line, a path, a sentence), set in fixed labels. Output is a
+//! pure function of the input bytes and the options (no hash-order iteration, no clock), costs
+//! time linear in the region, and is at most `min(maxChars, visible - 1)` UTF-16 units long,
+//! where `visible` is the region's own model-visible text (user/assistant text, reasoning,
+//! tool-call arguments, tool outputs; the fold's shrink meter) and `maxChars` defaults to
+//! [`default_max_chars`]`(visible)` = 1000 + visible / 4: the budget grows with the region, so
+//! a large region's error lines are not cut by a fixed cap. When not even the report's
+//! skeleton fits, it fails with `SHRINK`; a region with no visible text is bounded by
+//! `maxChars` alone. Input that is not an array of messages, or a message that is not
+//! `{role: 'system'|'user'|'assistant'|'tool', content: []}`, is `INVALID_ARGUMENT`; block types
+//! it does not know (images, plugin blocks) are skipped.
 //!
 //! Accepted shapes: DSH's own (`deriveMessages()`: tool results are `role: 'user'` messages
 //! holding a `{type: 'tool-result', toolCallId, content, isError}` block) and the flat
 //! `{role: 'tool', callId, content, isError?}`. `arguments` is the raw JSON string or an object.
 //!
-//! Heuristics, in priority order under the budget (each list deduplicated, first-seen order):
-//! 1. **Paths in tool-call arguments.** String values under path-like keys (`path`, `file_path`,
-//!    `cwd`, ...) that are one token are taken whole; other argument strings (except file
-//!    contents: `content`, `new_string`, `patch`, ...) are scanned for path tokens. A path token
-//!    is a run of `[A-Za-z0-9_.~@+/-]` with a letter that starts with `/`, `~/`, `./` or `../`,
-//!    has two slashes, or ends in a known extension (`.rs`, `.json`, ...); `file:///x` gives
-//!    `/x`; URLs and `scheme:rest` tokens (`node:internal/...`) are not paths.
-//! 2. **Commands**: top-level `command`/`cmd`/`script`/`commands` argument strings (an argv
-//!    array is joined), `args`/`argv` of shell-like tools (`bash`, `shell`, `exec`, ...), or the
-//!    raw arguments of a shell-like tool that are not JSON. Whole up to 600 chars.
-//! 3. **Error lines**: output lines with one of [`ERROR_CUES`] (ASCII case-insensitive) at a
-//!    word start or as a name's suffix before a single `:` (`error[E0061]`, `FAILED`,
-//!    `TypeError:`, not `ParseError::TooDeep`), from every output except those of successful
-//!    file-reading tools ([`READ_TOOL_CUES`]); an `isError` output without one gives its first
-//!    line.
-//! 4. **Next step**: the last sentence of the last assistant text with a next-step cue (`next`,
-//!    `then`, `should`, `下一步`, ...), else its last sentence. May be cut to fit.
-//! 5. **Conclusions** (Findings): the other sentences of the last assistant text that are no
-//!    decision or question, up to 1200 chars.
-//! 6. **Other paths**: path tokens in outputs, user/assistant text and file contents.
-//! 7. **Decisions**: assistant-text sentences with a decision cue (`decide`, `chose`, `will`,
-//!    `use`, `instead`, `决定`, `改用`, ...; ASCII cues as whole words).
-//! 8. **Unresolved questions**: assistant-text sentences ending in `?`/`？` or naming
-//!    `TODO`/`FIXME`/`unknown`/`unclear`/`不确定`/... .
-//! 9. **Observations** (Findings): earlier assistant-text sentences with no cue at all (not
-//!    intents such as "Let me ...", "先...").
-//! 10. **Values**: identifier- or number-shaped tokens of assistant text (a digit, `_`, `::` or a
-//!     camelCase step) that also occur in a tool output: what the outputs established.
-//! 11. **Output tails**: the last 3 non-empty lines with a letter or digit of each tool output,
-//!     under its command (or tool name and first path).
-//! 12. **Counts**: messages, tool calls, failed calls, visible chars.
+//! What the report says (`facts` extracts, `layout` sets it under the budget):
+//! - **Findings**: a counts line; one line per tool call, in order — a shell command's first
+//!   line (`- $ cmd (+N lines) → exit 1`: a heredoc or multi-line script is never copied whole),
+//!   other tools as `name target` — with how it ended: `exit N` / `failed`, `N entries` for a
+//!   directory listing (`ls`, `find`, `tree`: the names themselves are not copied), `N lines`
+//!   for a file read, else `ok: <last output line>`. Under each call, the error lines its output
+//!   printed that no earlier call printed: lines with one of [`ERROR_CUES`] (ASCII
+//!   case-insensitive) at a word start or as a name's suffix before a single `:` (`error[E0061]`,
+//!   `FAILED`, `TypeError:`, not `ParseError::TooDeep`), from every output except those of
+//!   successful file-reading tools ([`READ_TOOL_CUES`]); a failed output without one gives its
+//!   first line. Last, the agent's conclusion: its last text, on one line, capped.
+//! - **Files and Artifacts**: every path the agent named — whole values under path-like
+//!   argument keys, path tokens in its other arguments (never in file bodies: `content`,
+//!   `new_string`, `patch`, ...) and in its own text — listed once, under the strongest role it
+//!   played: edited (with the number of edits), written, read, or named. A path token is a run
+//!   of `[A-Za-z0-9_.~@+/-]` with a letter that starts with `/`, `~/`, `./` or `../`, has two
+//!   slashes, or ends in a known extension; URLs and `scheme:rest` tokens are not paths.
+//! - **Decisions** and **Unresolved Questions**: the agent's latest sentences (in its last 32
+//!   texts) with a decision cue (`decided`, `instead`, `the fix is`, `决定`, `改用`, ...) or a
+//!   question (`?`, `TODO`, `unclear`, `不确定`, ...), two of each; before the questions, failed
+//!   commands whose program never succeeded later in the region.
+//! - **Recommended Next Step**: the last sentence of the agent's last text with a next-step cue
+//!   (`next`, `then`, `should`, `下一步`, ...).
 //!
-//! Sentences come from prose outside fenced code; reasoning is measured but not mined (it is
-//! speculative). Lines are capped (300 chars, tails 200) and end in `…` when cut. When the whole
-//! report does not fit, items are taken greedily in the order above (one that does not fit is
-//! skipped, smaller later ones may still fit), and a closing line says how many were left out.
-//! Time is linear: every input byte is scanned a bounded number of times, and sets only test
-//! membership (output order never depends on hashing).
+//! Reasoning is measured but not mined (it is speculative), and the agent's sentences are never
+//! copied one per bullet. Under the budget, atoms are taken by priority — failed calls (and
+//! calls that printed new error lines), their error lines, the paths, the other shell commands,
+//! the next step, the conclusion, unresolved commands, successful non-shell calls, decision and
+//! question sentences, and last the last output lines — and a closing line says how many were
+//! left out.
 //!
 //! The module's files: `input` (the serde message model and its parsing), `facts` (the walk
 //! over the messages that gathers every candidate item), `scan` (the scanners it uses: paths,
-//! error lines, cues, tokens, sentences, UTF-16 lengths), `layout` (sections, the budget and
-//! the en/zh text) and `tests` (end-to-end tests on the fixtures).
+//! error lines, cues, sentences, UTF-16 lengths), `layout` (the atoms, the budget and the en/zh
+//! text) and `tests` (end-to-end tests on the fixtures and the recorded trajectories).
 
 mod facts;
 mod input;
@@ -77,8 +74,17 @@ use input::{Block, Message, Messages};
 use layout::Plan;
 use scan::len16;
 
-/// The report budget when the caller names none, in UTF-16 units.
-pub const DEFAULT_MAX_CHARS: usize = 4000;
+/// The fixed part of the default budget, in UTF-16 units: room for the skeleton and a small
+/// region's few lines.
+pub const DEFAULT_BASE_CHARS: usize = 1000;
+
+/// The report budget when the caller names none: [`DEFAULT_BASE_CHARS`] plus a quarter of the
+/// region's visible chars (the region's own size minus one bounds it further). It grows with the
+/// region, so a large region's error lines are not cut by a fixed cap; a large region's report
+/// stays near a quarter of it, a small one's near its whole account.
+pub fn default_max_chars(visible: usize) -> usize {
+    DEFAULT_BASE_CHARS + visible / 4
+}
 /// Output-line cues (ASCII case-insensitive) that make a line an error line; see `is_error_line`.
 pub const ERROR_CUES: [&str; 19] = [
     "error",
@@ -101,7 +107,9 @@ pub const ERROR_CUES: [&str; 19] = [
     "✘",
     "❌",
 ];
-/// Tool-name substrings of file-reading tools, whose successful output is content, not diagnostics.
+/// Tool-name substrings of file-reading tools (`read`, `read_file`, `view_text_file`, ...: a cue
+/// and `file`/`text`/`notebook`, or a cue alone), whose successful output is content, not
+/// diagnostics.
 pub const READ_TOOL_CUES: [&str; 4] = ["read", "view", "open", "cat"];
 
 /// The report's language: section names and the few fixed phrases.
@@ -144,21 +152,13 @@ impl Language {
 }
 
 /// What to write and how long it may be.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ReportOptions {
     pub language: Language,
-    /// Upper bound of the report in UTF-16 units (JS `string.length`); the region's own visible
-    /// size minus one bounds it further.
-    pub max_chars: usize,
-}
-
-impl Default for ReportOptions {
-    fn default() -> Self {
-        Self {
-            language: Language::En,
-            max_chars: DEFAULT_MAX_CHARS,
-        }
-    }
+    /// Upper bound of the report in UTF-16 units (JS `string.length`); `None`:
+    /// [`default_max_chars`] of the region. The region's own visible size minus one bounds it
+    /// further.
+    pub max_chars: Option<usize>,
 }
 
 /// Parses `messages_json` and writes its extractive report.
@@ -218,18 +218,18 @@ impl Region {
     /// `SHRINK` when the report's skeleton does not fit its limit.
     pub fn report(&self, options: &ReportOptions) -> Result<String> {
         let visible = self.visible_chars();
+        let max_chars = options.max_chars.unwrap_or_else(|| default_max_chars(visible));
         let limit = if visible == 0 {
-            options.max_chars
+            max_chars
         } else {
-            options.max_chars.min(visible - 1)
+            max_chars.min(visible - 1)
         };
         let facts = Facts::extract(&self.messages);
         let plan = Plan::new(&facts, options.language, self.messages.len(), visible);
         plan.render(limit).ok_or_else(|| {
             FoldError::Shrink(format!(
                 "the extractive report cannot be shorter than the region: its skeleton needs more than {limit} \
-                 chars (region {visible} chars, maxChars {})",
-                options.max_chars
+                 chars (region {visible} chars, maxChars {max_chars})"
             ))
         })
     }

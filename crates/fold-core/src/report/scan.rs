@@ -3,9 +3,9 @@
 //! Contract. Every scanner is linear in its input (each byte is looked at a bounded number of
 //! times) and deterministic: `Ordered`, the set the scanners fill, keeps first-seen order and
 //! drops duplicates, and its `Fx` hash only tests membership. `scan_paths` finds path tokens,
-//! `is_error_line` error lines, `has_cue` whole-word cues, `tokens_of` and `value_shaped` the
-//! identifier/number values, and `sentences` the prose sentences outside fenced code. Lengths
-//! are UTF-16 units, as JS counts them (`len16`); `cap` cuts to such a length, ending in `…`.
+//! `is_error_line` error lines, `has_cue` whole-word cues, `sentences` the prose sentences
+//! outside fenced code and `collapse` a text's prose on one line. Lengths are UTF-16 units, as
+//! JS counts them (`len16`); `cap` cuts to such a length, ending in `…`.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -87,26 +87,12 @@ pub(super) fn is_error_line(line: &str) -> bool {
     {
         return false;
     }
-    /// Bit `x - 'a'` is set when an ASCII cue starts with `x`.
-    const FIRST: u32 = {
-        let mut m = 0u32;
-        let mut i = 0;
-        while i < ERROR_CUES.len() {
-            let c = ERROR_CUES[i].as_bytes()[0];
-            if c.is_ascii_lowercase() {
-                m |= 1 << (c - b'a');
-            }
-            i += 1;
-        }
-        m
-    };
     let b = line.as_bytes();
     let cue_at = |i: usize| {
         let first = b[i].to_ascii_lowercase();
-        FIRST & (1 << (first - b'a')) != 0
-            && ERROR_CUES
-                .iter()
-                .any(|c| c.as_bytes()[0] == first && starts_with_ci(&b[i..], c.as_bytes()))
+        cues_starting(first)
+            .iter()
+            .any(|c| starts_with_ci(&b[i..], c.as_bytes()))
     };
     let cue_before = |j: usize| {
         let last = b[j - 1].to_ascii_lowercase();
@@ -114,15 +100,42 @@ pub(super) fn is_error_line(line: &str) -> bool {
             .iter()
             .any(|c| c.as_bytes()[c.len() - 1] == last && ends_with_ci(&b[..j], c.as_bytes()))
     };
-    for i in 0..b.len() {
-        let word_start = b[i].is_ascii_alphabetic() && (i == 0 || !b[i - 1].is_ascii_alphabetic());
-        if (word_start && cue_at(i))
-            || (b[i] == b':' && b.get(i + 1) != Some(&b':') && i > 0 && b[i - 1] != b':' && cue_before(i))
-        {
+    // One look per word start and per `:`; the letters inside a word are skipped.
+    let mut i = 0;
+    while i < b.len() {
+        if b[i].is_ascii_alphabetic() {
+            if cue_at(i) {
+                return true;
+            }
+            i += 1;
+            while i < b.len() && b[i].is_ascii_alphabetic() {
+                i += 1;
+            }
+            continue;
+        }
+        if b[i] == b':' && b.get(i + 1) != Some(&b':') && i > 0 && b[i - 1] != b':' && cue_before(i) {
             return true;
         }
+        i += 1;
     }
     !line.is_ascii() && ERROR_CUES.iter().any(|c| !c.is_ascii() && line.contains(c))
+}
+
+/// The ASCII cues of [`ERROR_CUES`] that start with the (lowercase) letter `first`.
+fn cues_starting(first: u8) -> &'static [&'static str] {
+    match first {
+        b'e' => &["error", "err!", "exception"],
+        b'f' => &["fail", "fatal"],
+        b'p' => &["panic"],
+        b'a' => &["abort"],
+        b'd' => &["denied"],
+        b'n' => &["not found", "no such file"],
+        b'c' => &["cannot", "can't"],
+        b'u' => &["unable to"],
+        b's' => &["segmentation fault"],
+        b't' => &["traceback", "timed out"],
+        _ => &[],
+    }
 }
 
 fn starts_with_ci(hay: &[u8], needle: &[u8]) -> bool {
@@ -209,35 +222,30 @@ fn path_like(tok: &str) -> bool {
         || tok.matches('/').count() >= 2
 }
 
-/// Identifier/number tokens: runs of `[A-Za-z0-9_.:#@/$+-]`, trimmed of edge punctuation.
-pub(super) fn tokens_of(s: &str) -> impl Iterator<Item = &str> {
-    let token =
-        |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b':' | b'#' | b'@' | b'/' | b'$' | b'+' | b'-');
-    s.as_bytes()
-        .split(move |&c| !token(c))
-        .map(|t| {
-            let start = t.iter().position(u8::is_ascii_alphanumeric).unwrap_or(t.len());
-            let end = t.iter().rposition(u8::is_ascii_alphanumeric).map_or(start, |e| e + 1);
-            &t[start..end.max(start)]
-        })
-        .filter(|t| !t.is_empty())
-        // Tokens are ASCII, split at ASCII bytes: always whole chars.
-        .map(|t| std::str::from_utf8(t).unwrap_or_default())
-}
-
-/// An identifier or number worth copying: has a digit, `_`, `::`, or a lower-to-upper case step.
-pub(super) fn value_shaped(t: &str) -> bool {
-    if t.len() < 2 || t.len() > 64 {
-        return false;
+/// `text` with every run of whitespace (newlines too) collapsed to one space, fenced code
+/// blocks left out (they are quoted code, not what the agent concluded), trimmed.
+pub(super) fn collapse(text: &str) -> String {
+    let mut out = String::with_capacity(text.len().min(4096));
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        for word in line.split_whitespace() {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str(word);
+        }
     }
-    let b = t.as_bytes();
-    b.iter().any(u8::is_ascii_digit)
-        || (t.len() >= 3 && (t.contains('_') || t.contains("::")))
-        || b.windows(2)
-            .any(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase())
+    out
 }
 
-/// Sentences of prose, outside fenced code blocks, with list markers stripped.
+/// Sentences of prose, outside fenced code blocks and tables, with list markers stripped.
 pub(super) fn sentences(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut fenced = false;
@@ -247,7 +255,8 @@ pub(super) fn sentences(text: &str) -> Vec<&str> {
             fenced = !fenced;
             continue;
         }
-        if fenced || t.is_empty() {
+        // Table rows are data, not prose.
+        if fenced || t.is_empty() || t.starts_with('|') {
             continue;
         }
         let t = t.trim_start_matches(['#', '>', '-', '*', '+', ' ']);
@@ -283,10 +292,11 @@ fn push_sentence<'a>(s: &'a str, out: &mut Vec<&'a str>) {
 
 /// UTF-16 length, the unit JS and the fold's meter count in.
 pub(super) fn len16(s: &str) -> usize {
+    if s.is_ascii() {
+        return s.len();
+    }
     // One unit per char (every byte but continuation bytes), two for 4-byte chars.
-    s.bytes()
-        .map(|b| usize::from(b & 0xC0 != 0x80) + usize::from(b >= 0xF0))
-        .sum()
+    s.len() - s.bytes().filter(|b| b & 0xC0 == 0x80).count() + s.bytes().filter(|b| *b >= 0xF0).count()
 }
 
 /// `s` cut to at most `max` UTF-16 units, ending in `…` when cut.
@@ -317,6 +327,15 @@ mod tests {
         assert!(!is_error_line("  ✔ fails on eof (2ms)"));
         assert!(is_error_line("test lexer::tests::unicode_ident ... FAILED"));
         assert!(is_error_line("not ok 4 - errors on eof"));
+    }
+
+    #[test]
+    fn every_ascii_cue_is_found_by_its_first_letter() {
+        for cue in ERROR_CUES.iter().filter(|c| c.is_ascii()) {
+            assert!(cues_starting(cue.as_bytes()[0]).contains(cue), "{cue}");
+        }
+        let listed: usize = (b'a'..=b'z').map(|c| cues_starting(c).len()).sum();
+        assert_eq!(listed, ERROR_CUES.iter().filter(|c| c.is_ascii()).count());
     }
 
     #[test]
