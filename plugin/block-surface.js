@@ -5,10 +5,12 @@
  * `planBlockSummary` reads.
  *
  * It reads facts only — each block call's `ids` (or legacy `id`) from its assistant message's
- * tool-call arguments, the ids a block summary carries (`source.blockPtc.remaining`), whether a
+ * tool-call arguments (none for arguments the plugin refuses), the ids a block summary carries (`source.blockPtc.remaining`), whether a
  * replacement is a block summary or another producer's (and the ids of what it covered), which
  * call each result answers, which `user/message` was appended to the conversation, which node is
- * protected, and whether a `compaction/start` has no end yet. What those facts mean (attribution,
+ * protected, and whether a `compaction/start` has no end yet (as DSH's compaction reads its
+ * bracket: one at a time, closed by the next `compaction/end`, and stale once a later
+ * `session/end-seed` shows the session was restored or forked after a crash inside it). What those facts mean (attribution,
  * range, inheritance, pending, protected, stale) is decided in Rust (`crates/fold-core/src/blocks.rs`).
  *
  * Events are immutable, so each is described once and cached per session; a snapshot then
@@ -20,6 +22,7 @@
  * is a surface event of a type other than `user/message`, `assistant/message`, `tool/result`
  * (a host's own system-message event); `options.isProtected(event)` replaces that rule.
  */
+import { blockIdsOrNone } from './block-args.js'
 import { eventLog } from './surface.js'
 
 const FORMAT = 2
@@ -43,26 +46,19 @@ export function isSystemMessage(event) {
 }
 
 /**
- * The block ids a tool call's arguments name: `ids` (its non-empty strings) and the legacy `id`.
- * Read as written: arguments the plugin refused still name the blocks the model meant.
+ * The block ids a logged `block_run_code` call tags: its arguments' ids, or none when they are
+ * invalid (the plugin refused that call before its program ran: `blockIdsOrNone`, the very rule
+ * its validation applies).
  * @param {unknown} raw the call's `arguments` (a JSON string in rc.8, or an object)
  * @returns {string[]}
  */
 export function callBlockIds(raw) {
-  let args = raw
-  if (typeof raw === 'string') {
-    try {
-      args = JSON.parse(raw)
-    } catch {
-      return []
-    }
+  if (typeof raw !== 'string') return blockIdsOrNone(raw)
+  try {
+    return blockIdsOrNone(JSON.parse(raw))
+  } catch {
+    return []
   }
-  if (typeof args !== 'object' || args === null) return []
-  const a = /** @type {{ids?: unknown, id?: unknown}} */ (args)
-  const out = []
-  if (Array.isArray(a.ids)) for (const id of a.ids) if (typeof id === 'string' && id !== '') out.push(id)
-  if (typeof a.id === 'string' && a.id !== '') out.push(a.id)
-  return out
 }
 
 /**
@@ -96,8 +92,8 @@ class BlockDescriptors {
   /** the sets in wire form: length, then members */
   setWords = new Uint32Array(64)
   setWordsUsed = 0
-  /** @type {Set<unknown>} compaction ids with a start and no end yet */
-  openCompactions = new Set()
+  /** a `compaction/start` has no `compaction/end` (nor a later `session/end-seed`) yet */
+  compactionOpen = false
 
   /** @param {string} blockToolName @param {(event: any) => boolean} isProtected */
   constructor(blockToolName, isProtected) {
@@ -229,10 +225,11 @@ class BlockDescriptors {
         break
       }
       case 'compaction/start':
-        this.openCompactions.add(event.data?.compactionId)
+        this.compactionOpen = true
         break
       case 'compaction/end':
-        this.openCompactions.delete(event.data?.compactionId)
+      case 'session/end-seed':
+        this.compactionOpen = false
         break
     }
     if (op !== undefined && this.isProtected(event)) meta |= PROTECTED
@@ -276,7 +273,7 @@ export function blockSnapshot(session, { blockToolName = 'block_run_code', isPro
   const words = new Uint32Array(5 + n * 4 + 1 + d.setWordsUsed)
   words[0] = FORMAT
   words[1] = d.size
-  words[2] = d.openCompactions.size > 0 ? OPEN_COMPACTION : 0
+  words[2] = d.compactionOpen ? OPEN_COMPACTION : 0
   words[3] = d.ids.length
   words[4] = n
   let w = 5
