@@ -81,6 +81,40 @@ describe('bad input to block_summary changes nothing', () => {
   })
 })
 
+describe('a range that crosses a protected message', () => {
+  it('is rejected whole: PROTECTED, nothing replaced', async () => {
+    const { root } = await bootBlockHost({
+      tools: (host) =>
+        host.tools.register(
+          defineTool({
+            name: 'system_says',
+            description: 'Test: a host-level system message joins the conversation at the next step.',
+            parameters: { text: { type: 'string', required: true } },
+            output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
+            execute: async ({ text }, exec) => {
+              exec.agent.steer(createUserMessage({ content: [{ type: 'text', text }], source: { kind: 'system' } }))
+              return 'queued'
+            },
+          }),
+        ),
+      script: [
+        { calls: [blockCall('c1', ['A'], 'await tools.lookup({key: "alpha"}); return await tools.system_says({text: "Policy: never delete files."})')] },
+        { calls: [blockCall('c2', ['A'], 'return await tools.lookup({key: "beta"})')] },
+        { text: 'ok' },
+      ],
+    })
+    const agent = await agentOn(root)
+    await prompt(agent, 'across a system message')
+    assert.ok(agent.session.deriveMessages().some((/** @type {any} */ m) => m.source?.kind === 'system'))
+    const was = stateOf(agent.session)
+    const result = await subCall(root, agent, 'block_summary', { ids: ['A'], summary: 's' })
+    assert.equal(result.isError, true)
+    assert.equal(result.error.info?.code, 'PROTECTED', result.error.message)
+    assert.match(result.error.message, /^PROTECTED: .* Nothing was replaced/s)
+    assert.deepEqual(stateOf(agent.session), was)
+  })
+})
+
 describe('bad input to block_run_code runs no program', () => {
   const cases = [
     ['an empty ids list', { ids: [] }, /`ids` is empty/],

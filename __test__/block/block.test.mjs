@@ -327,4 +327,24 @@ describe('closing blocks', () => {
     assert.equal(shape(sent(model, 3)), 'user summary assistant(block_run_code) tool assistant(block_run_code) tool')
     assertMeterAgrees(root, agent.session)
   })
+
+  it('on a host without a token meter: lands all the same, priced by characters, and the result says so', async () => {
+    const { root, model } = await bootBlockHost({
+      meter: false,
+      script: [
+        { calls: [blockCall('c1', ['A'], 'return await tools.lookup({key: "alpha"})')] },
+        { calls: [blockCall('c2', ['B'], closeIn(['A'], 'alpha needs 1.21 GW'))] },
+        { text: 'done' },
+      ],
+    })
+    const agent = await agentOn(root)
+    await prompt(agent, 'no meter')
+    const answer = valueOf(dispatchesOf(agent.session, 'c2').find((d) => d.name === 'block_summary'))
+    assert.equal(answer.replaced, 2)
+    assert.match(answer.note, /No token meter is mounted.*characters \/ 4/)
+    const [commit] = commitsOf(agent.session)
+    assert.equal(commit.summary.data.shadowedTokenCount, answer.tokensFreed)
+    assert.ok(answer.tokensFreed > 0)
+    assert.equal(shape(sent(model, 2)), 'user summary assistant(block_run_code) tool')
+  })
 })
