@@ -115,7 +115,7 @@ describe('a range that crosses a protected message', () => {
   })
 })
 
-describe('bad input to block_run_code runs no program', () => {
+describe('bad input to block_run_code runs no program and opens no block', () => {
   const cases = [
     ['an empty ids list', { ids: [] }, /`ids` is empty/],
     ['a duplicate id', { ids: ['A', 'A'] }, /listed twice/],
@@ -141,6 +141,11 @@ describe('bad input to block_run_code runs no program', () => {
       assert.match(r?.text ?? '', /Fix the arguments and call again\./)
       assert.ok(!agent.session.events.some((/** @type {any} */ e) => e.type.startsWith('tool/code-dispatch')), 'the program ran')
       assert.ok(!textOf(model.requests[1].messages.at(-1)).includes('flux capacitor'))
+      // Invalid ids tag nothing: there is no block A to close. (A call refused for its timeout
+      // had valid ids: it belongs to A, and closing A takes the refused call with it.)
+      const closing = await subCall(root, agent, 'block_summary', { ids: ['A'], summary: 's' })
+      if ('timeoutMs' in extra) assert.equal(closing.value?.replaced, 2, closing.error?.message)
+      else assert.equal(closing.error?.info?.code, 'UNKNOWN_BLOCK', closing.error?.message)
     })
   }
 })
