@@ -258,6 +258,18 @@ function descriptorsOf(session, blockToolName, isProtected) {
 }
 
 /**
+ * Describes every event of the session not yet described, so the next `blockSnapshot` only
+ * reads the surface. The first description of a long (or restored) session parses every block
+ * call's arguments once; calling this at mount or on each session event keeps that pass out of
+ * the first `block_summary`. Same options as `blockSnapshot`.
+ * @param {any} session
+ * @param {{ blockToolName?: string, isProtected?: (event: any) => boolean }} [options]
+ */
+export function describeBlockSession(session, { blockToolName = 'block_run_code', isProtected = isSystemMessage } = {}) {
+  descriptorsOf(session, blockToolName, isProtected)
+}
+
+/**
  * The block-mode snapshot of the session's surface now, for the addon's `planBlockSummary`.
  * @param {any} session a `@deepseek-ai/dsh-session` Session
  * @param {{ blockToolName?: string, isProtected?: (event: any) => boolean }} [options]

@@ -258,31 +258,18 @@ fn build(case: &Case) -> Built {
                     continue;
                 }
                 let flat_len: usize = groups.iter().map(Vec::len).sum();
-                let (run, at): (Vec<BlockNode>, Box<dyn FnOnce(&mut Vec<Vec<BlockNode>>, BlockNode)>) = if *aligned {
+                // Whole steps `groups[i..j]`, or (unaligned) any nodes `flat[i..j]`.
+                let (i, j) = if *aligned {
                     let i = a % groups.len();
-                    let j = i + 1 + len % (groups.len() - i);
-                    let run: Vec<BlockNode> = groups[i..j].concat();
-                    (run, Box::new(move |g, node| drop(g.splice(i..j, [vec![node]]))))
+                    (i, i + 1 + len % (groups.len() - i))
                 } else {
                     let i = a % flat_len;
-                    let j = i + 1 + len % (flat_len - i).min(4);
-                    let run: Vec<BlockNode> = groups.concat()[i..j].to_vec();
-                    (
-                        run,
-                        Box::new(move |g, node| {
-                            let mut flat = g.concat();
-                            flat.splice(i..j, [node]);
-                            // Each non-result node starts a step again.
-                            let mut regrouped: Vec<Vec<BlockNode>> = Vec::new();
-                            for n in flat {
-                                match regrouped.last_mut() {
-                                    Some(last) if n.kind == Kind::ToolResult => last.push(n),
-                                    _ => regrouped.push(vec![n]),
-                                }
-                            }
-                            *g = regrouped;
-                        }),
-                    )
+                    (i, i + 1 + len % (flat_len - i).min(4))
+                };
+                let run: Vec<BlockNode> = if *aligned {
+                    groups[i..j].concat()
+                } else {
+                    groups.concat()[i..j].to_vec()
                 };
                 let (provenance, names): (Provenance, Vec<String>) = match summary {
                     Some(carried) => (
@@ -313,7 +300,20 @@ fn build(case: &Case) -> Built {
                     ..BlockNode::new(b.next, Kind::User)
                 };
                 b.next += 2; // the replacement, compaction/end
-                at(&mut groups, node);
+                if *aligned {
+                    groups.splice(i..j, [vec![node]]);
+                } else {
+                    let mut flat = groups.concat();
+                    flat.splice(i..j, [node]);
+                    // Each non-result node starts a step again.
+                    groups.clear();
+                    for n in flat {
+                        match groups.last_mut() {
+                            Some(last) if n.kind == Kind::ToolResult => last.push(n),
+                            _ => groups.push(vec![n]),
+                        }
+                    }
+                }
             }
         }
     }
