@@ -23,7 +23,7 @@
 use std::collections::HashSet;
 
 use fold_core::blocks::{self, Plan, Wait};
-use fold_core::surface::{BlockNode, BlockSurface, Kind, Provenance};
+use fold_core::surface::{BlockId, BlockNode, BlockSurface, Kind, Provenance};
 use proptest::prelude::*;
 
 const ALPHABET: [&str; 4] = ["A", "B", "C", "D"];
@@ -519,15 +519,10 @@ fn pairing(nodes: &[BlockNode]) -> Vec<(bool, usize)> {
 
 fn check(case: &Case) -> Result<(), TestCaseError> {
     let built = build(case);
-    let words = BlockSurface::encode(
-        built.next,
-        case.open_compaction,
-        built.ids.len(),
-        &built.nodes,
-        &built.sets,
-    );
-    let surface = BlockSurface::decode(&words, built.ids.clone())
-        .map_err(|e| TestCaseError::fail(format!("generated snapshot rejected: {e}")))?;
+    let table: Vec<BlockId> = built.ids.iter().map(|id| BlockId::from(id.as_str())).collect();
+    let words = BlockSurface::encode(built.next, case.open_compaction, &table, &built.nodes, &built.sets);
+    let surface =
+        BlockSurface::decode(&words).map_err(|e| TestCaseError::fail(format!("generated snapshot rejected: {e}")))?;
     prop_assert_eq!(&surface.nodes, &built.nodes);
     let targets = targets_of(case);
     let request_seq = request_seq_of(case, &built);
@@ -539,18 +534,16 @@ fn check(case: &Case) -> Result<(), TestCaseError> {
         rewind_running: case.rewind_running,
     };
     let expected = oracle.expect();
-    let got = blocks::plan(&surface, &targets, request_seq, case.rewind_running);
+    let target_ids: Vec<BlockId> = targets.iter().map(|t| BlockId::from(t.as_str())).collect();
+    let got = blocks::plan(&surface, &target_ids, request_seq, case.rewind_running);
 
     // The same snapshot claiming billions of events (the sparse seq index) plans the same.
-    let huge = BlockSurface::encode(
-        u32::MAX - 1,
-        case.open_compaction,
-        built.ids.len(),
-        &built.nodes,
-        &built.sets,
+    let huge = BlockSurface::encode(u32::MAX - 1, case.open_compaction, &table, &built.nodes, &built.sets);
+    let sparse = BlockSurface::decode(&huge).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    prop_assert_eq!(
+        &blocks::plan(&sparse, &target_ids, request_seq, case.rewind_running),
+        &got
     );
-    let sparse = BlockSurface::decode(&huge, built.ids.clone()).map_err(|e| TestCaseError::fail(e.to_string()))?;
-    prop_assert_eq!(&blocks::plan(&sparse, &targets, request_seq, case.rewind_running), &got);
 
     match (&expected, got) {
         (Expect::Err(code), Err(e)) => prop_assert_eq!(*code, e.code(), "{}", e),
@@ -560,8 +553,11 @@ fn check(case: &Case) -> Result<(), TestCaseError> {
         }
         (Expect::Commit { range, remaining }, Ok(Plan::Commit(c))) => {
             prop_assert_eq!(*range, (c.start_pos, c.end_pos));
-            prop_assert_eq!(remaining, &c.remaining);
-            prop_assert_eq!(&c.closed, &targets);
+            prop_assert_eq!(
+                remaining,
+                &c.remaining.iter().map(BlockId::to_string).collect::<Vec<_>>()
+            );
+            prop_assert_eq!(&c.closed, &target_ids);
             let seqs: Vec<u32> = built.nodes[c.start_pos..c.end_pos].iter().map(|n| n.seq).collect();
             prop_assert_eq!(&c.seqs, &seqs);
             prop_assert_eq!((c.start(), c.end()), (seqs[0], *seqs.last().unwrap()));
