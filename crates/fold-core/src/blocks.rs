@@ -163,10 +163,10 @@ pub fn plan(surface: &BlockSurface, targets: &[BlockId], request_seq: u64, rewin
     let late = |seq: u32| u64::from(seq) >= request_seq;
 
     // Which id index is which target.
-    let mut target_of = vec![None; surface.ids.len()];
+    let mut target_of = vec![None; surface.id_count()];
     for (t, target) in targets.iter().enumerate() {
-        if let Some(k) = surface.ids.iter().position(|id| id == target) {
-            target_of[k] = Some(t);
+        if let Some(k) = (0..surface.id_count() as u32).find(|&k| surface.id(k) == target.units()) {
+            target_of[k as usize] = Some(t);
         }
     }
     let hits_target = |k: u32| surface.set(k).iter().any(|m| target_of[*m as usize].is_some());
@@ -311,15 +311,14 @@ pub fn plan(surface: &BlockSurface, targets: &[BlockId], request_seq: u64, rewin
     }
 
     // 8. commit.
-    let mut carried = vec![false; surface.ids.len()];
+    let mut carried = vec![false; surface.id_count()];
     let mut remaining = Vec::new();
     for i in range.clone() {
         let Some(k) = attributed(surface, i) else { continue };
         for &m in surface.set(k) {
-            let m = m as usize;
-            if target_of[m].is_none() && !carried[m] {
-                carried[m] = true;
-                remaining.push(surface.ids[m].clone());
+            if target_of[m as usize].is_none() && !carried[m as usize] {
+                carried[m as usize] = true;
+                remaining.push(surface.block_id(m));
             }
         }
     }
@@ -343,7 +342,7 @@ fn stale_replacement(targets: &[BlockId], seq: u32) -> FoldError {
 fn unknown_block(surface: &BlockSurface, unknown: &[&BlockId]) -> FoldError {
     // The blocks a summary could close now, in order of first appearance, and the unknown ids
     // some earlier replacement covered (those blocks are gone, not misspelled).
-    let mut open = vec![false; surface.ids.len()];
+    let mut open = vec![false; surface.id_count()];
     let mut order = Vec::new();
     let mut covered = Vec::new();
     for i in 0..surface.nodes.len() {
@@ -351,14 +350,14 @@ fn unknown_block(surface: &BlockSurface, unknown: &[&BlockId]) -> FoldError {
             for &m in surface.set(k) {
                 if !open[m as usize] {
                     open[m as usize] = true;
-                    order.push(&surface.ids[m as usize]);
+                    order.push(surface.block_id(m));
                 }
             }
         }
         let node = &surface.nodes[i];
         if let (Provenance::Replacement, Some(k)) = (node.provenance, node.set) {
             for &id in unknown {
-                if !covered.contains(&id) && surface.set(k).iter().any(|m| surface.ids[*m as usize] == *id) {
+                if !covered.contains(&id) && surface.set(k).iter().any(|m| surface.id(*m) == id.units()) {
                     covered.push(id);
                 }
             }
@@ -367,7 +366,7 @@ fn unknown_block(surface: &BlockSurface, unknown: &[&BlockId]) -> FoldError {
     let open = if order.is_empty() {
         "no block is open on the context".to_owned()
     } else {
-        format!("the open blocks are {}", quoted(order))
+        format!("the open blocks are {}", quoted(&order))
     };
     let gone = if covered.is_empty() {
         String::new()

@@ -527,8 +527,9 @@ pub struct BlockSurface {
     pub event_count: u32,
     /// A compaction (of any producer) holds the session's compaction lock.
     pub open_compaction: bool,
-    /// The id table: every id the sets refer to, each once.
-    pub ids: Vec<BlockId>,
+    /// The id table: every id's UTF-16 code units, one after the other, and where each is.
+    id_units: Vec<u16>,
+    id_ranges: Vec<std::ops::Range<usize>>,
     pub nodes: Vec<BlockNode>,
     /// Each set as a range of `members`.
     sets: Vec<std::ops::Range<usize>>,
@@ -597,9 +598,9 @@ impl BlockSurface {
         }
         let members = words[nodes_end + 1..at].to_vec();
 
-        // The id table, after the sets.
-        let mut ids = Vec::with_capacity(id_count.min(words.len()));
-        let mut index = HashMap::with_capacity(id_count.min(words.len()));
+        // The id table, after the sets: unpacked into one buffer, checked for repeats by sorting.
+        let mut id_units = Vec::new();
+        let mut id_ranges = Vec::with_capacity(id_count.min(words.len()));
         for i in 0..id_count {
             let units = *words
                 .get(at)
@@ -614,21 +615,33 @@ impl BlockSurface {
                     "id {i} ({units} UTF-16 units) runs past the end of the words"
                 )));
             }
-            let mut id = Vec::with_capacity(units);
+            let start = id_units.len();
             for w in &words[packed.clone()] {
-                id.extend([*w as u16, (*w >> 16) as u16]);
+                id_units.extend([*w as u16, (*w >> 16) as u16]);
             }
-            if id.len() > units && id.pop() != Some(0) {
+            if id_units.len() - start > units && id_units.pop() != Some(0) {
                 return Err(bad_block(format!("id {i}: the unused half of its last word is not 0")));
             }
-            let id = BlockId(id);
-            if let Some(first) = index.insert(id.clone(), i) {
-                return Err(bad_block(format!("ids {first} and {i} are both {id:?}")));
-            }
-            ids.push(id);
+            id_ranges.push(start..id_units.len());
             at = packed.end;
         }
-        drop(index);
+        let mut order: Vec<usize> = (0..id_ranges.len()).collect();
+        order.sort_unstable_by(|a, b| {
+            id_units[id_ranges[*a].clone()]
+                .cmp(&id_units[id_ranges[*b].clone()])
+                .then(a.cmp(b))
+        });
+        if let Some(w) = order
+            .windows(2)
+            .find(|w| id_units[id_ranges[w[0]].clone()] == id_units[id_ranges[w[1]].clone()])
+        {
+            return Err(bad_block(format!(
+                "ids {} and {} are both {:?}",
+                w[0],
+                w[1],
+                BlockId(id_units[id_ranges[w[0]].clone()].to_vec())
+            )));
+        }
         if at != words.len() {
             return Err(bad_block(format!("{} words left after the id table", words.len() - at)));
         }
@@ -709,7 +722,8 @@ impl BlockSurface {
         Ok(Self {
             event_count,
             open_compaction: flags & OPEN_COMPACTION != 0,
-            ids,
+            id_units,
+            id_ranges,
             nodes,
             sets,
             members,
@@ -720,6 +734,26 @@ impl BlockSurface {
     /// The id indexes of set `k` (as the host listed them; repeats allowed).
     pub fn set(&self, k: u32) -> &[u32] {
         &self.members[self.sets[k as usize].clone()]
+    }
+
+    /// Number of ids in the id table.
+    pub fn id_count(&self) -> usize {
+        self.id_ranges.len()
+    }
+
+    /// Id `i` of the id table, as UTF-16 code units.
+    pub fn id(&self, i: u32) -> &[u16] {
+        &self.id_units[self.id_ranges[i as usize].clone()]
+    }
+
+    /// Id `i` of the id table, owned.
+    pub fn block_id(&self, i: u32) -> BlockId {
+        BlockId(self.id(i).to_vec())
+    }
+
+    /// The id table, owned (tests and diagnostics).
+    pub fn ids(&self) -> Vec<BlockId> {
+        (0..self.id_count() as u32).map(|i| self.block_id(i)).collect()
     }
 
     /// Number of id sets in the snapshot.

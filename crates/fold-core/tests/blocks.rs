@@ -757,7 +757,7 @@ fn v2_decodes_what_it_encodes() {
     s.open_compaction = true;
     let d = s.surface();
     assert_eq!(d.nodes, s.nodes);
-    assert_eq!(d.ids, ids(&s.ids));
+    assert_eq!(d.ids(), ids(&s.ids));
     assert_eq!(d.set_count(), s.sets.len());
     assert!(d.open_compaction);
     for (k, set) in s.sets.iter().enumerate() {
@@ -795,7 +795,7 @@ fn ids_travel_as_exact_utf16_lone_surrogates_included() {
     ];
     let sets = vec![vec![0, 2], vec![1, 3]];
     let d = BlockSurface::decode(&BlockSurface::encode(4, false, &table, &nodes, &sets)).unwrap();
-    assert_eq!(d.ids, table);
+    assert_eq!(d.ids(), table);
     let plan = blocks::plan(&d, std::slice::from_ref(&lone_high), 4, false).unwrap();
     match plan {
         Plan::Commit(c) => {
