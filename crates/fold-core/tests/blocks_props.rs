@@ -18,7 +18,8 @@
 //! outside the range had its result, every call on the surface still has it.
 //!
 //! `PROPTEST_CASES` sets the number of cases (`npm test` runs 2000). The seed's algebra examples
-//! run through the same oracle as fixed cases.
+//! run through the same oracle as fixed cases. A fuzz target feeds arbitrary words and mutated
+//! valid snapshots to the decoder and the planner: `Ok` or a coded error, never a panic.
 
 use std::collections::HashSet;
 
@@ -606,12 +607,74 @@ fn check(case: &Case) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// Decoding and planning hostile words: `Ok` or a coded error, never a panic; a commit is
+/// consistent with the surface it came from.
+fn fuzz(words: &[u32], targets: &[BlockId], request_seq: u64) -> Result<(), TestCaseError> {
+    let surface = match BlockSurface::decode(words) {
+        Ok(s) => s,
+        Err(e) => {
+            prop_assert_eq!(e.code(), "INVALID_ARGUMENT");
+            prop_assert!(e.to_string().starts_with("invalid block snapshot: "), "{}", e);
+            return Ok(());
+        }
+    };
+    match blocks::plan(&surface, targets, request_seq, false) {
+        Ok(Plan::Commit(c)) => {
+            prop_assert!(c.start_pos < c.end_pos && c.end_pos <= surface.nodes.len());
+            let seqs: Vec<u32> = surface.nodes[c.start_pos..c.end_pos].iter().map(|n| n.seq).collect();
+            prop_assert_eq!(c.seqs, seqs);
+        }
+        Ok(Plan::Pending(p)) => prop_assert!(!p.reason.is_empty()),
+        Err(e) => prop_assert!(
+            ["INVALID_ARGUMENT", "UNKNOWN_BLOCK", "PROTECTED", "STALE"].contains(&e.code()),
+            "{}: {}",
+            e.code(),
+            e
+        ),
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256), ..ProptestConfig::default() })]
 
     #[test]
     fn plan_matches_the_oracle(case in case()) {
         check(&case)?;
+    }
+
+    #[test]
+    fn hostile_words_never_panic(
+        words in prop::collection::vec(prop_oneof![4 => 0u32..8, 2 => 0u32..64, 1 => any::<u32>()], 0..80),
+        format2 in any::<bool>(),
+        target in 0u8..4,
+        request_seq in 0u64..100,
+    ) {
+        let mut words = words;
+        if format2 && !words.is_empty() {
+            words[0] = 2;
+        }
+        fuzz(&words, &[BlockId::from(ALPHABET[target as usize])], request_seq)?;
+    }
+
+    #[test]
+    fn mutated_snapshots_never_panic(
+        case in case(),
+        edits in prop::collection::vec((any::<prop::sample::Index>(), prop_oneof![3 => 0u32..16, 1 => any::<u32>()]), 1..4),
+        cut in prop::option::weighted(0.2, any::<prop::sample::Index>()),
+    ) {
+        let built = build(&case);
+        let table: Vec<BlockId> = built.ids.iter().map(|id| BlockId::from(id.as_str())).collect();
+        let mut words = BlockSurface::encode(built.next, case.open_compaction, &table, &built.nodes, &built.sets);
+        for (at, value) in edits {
+            let i = at.index(words.len());
+            words[i] = value;
+        }
+        if let Some(cut) = cut {
+            words.truncate(cut.index(words.len() + 1));
+        }
+        let targets: Vec<BlockId> = targets_of(&case).iter().map(|t| BlockId::from(t.as_str())).collect();
+        fuzz(&words, &targets, request_seq_of(&case, &built))?;
     }
 }
 
