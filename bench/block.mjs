@@ -4,7 +4,8 @@
  * 10,000-event session. Planning is one synchronous call path on the JS thread:
  * `blockSnapshot(session)` (plugin/block-surface.js: the v2 snapshot from per-event facts cached
  * per session) then `planBlockSummary(...)` (the addon: decode, validate, the rules). Target:
- * median ≤ 0.5 ms. The commit's four appends and the meter are the block plugin's figure.
+ * median ≤ 0.5 ms. The commit's four appends and the meter are the block plugin's figure:
+ * `measureCommit` (bench/lib/block-commit.mjs), run after the planning shapes, `result.commit`.
  *
  * Sessions are real `@deepseek-ai/dsh-session` Sessions in the shape the rc.8 Code Mode loop
  * writes them: per turn `turn/start`, a user prompt, steps of `step/start`, `assistant/chunk`
@@ -46,6 +47,7 @@ import { Session, SessionId } from '@deepseek-ai/dsh-session'
 
 import { blockSnapshot } from '../plugin/block-surface.js'
 import { surfaceSnapshot } from '../plugin/surface.js'
+import { measureCommit } from './lib/block-commit.mjs'
 import { check, emit, load, log, parseArgs } from './lib/common.mjs'
 import { prng } from './lib/session.mjs'
 import { now, quiesce, summarize, us } from './lib/stats.mjs'
@@ -311,6 +313,14 @@ if (import.meta.url === pathToFileURL(process.argv[1]).href) {
   const reps = quick ? { warm: 20, first: 3 } : { warm: 400, first: 16 }
   const result = { quick, load: { start: load(), end: NaN }, target: { medianUs: 500 }, shapes: /** @type {any[]} */ ([]) }
   for (const close of [true, false]) result.shapes.push(await measureShape(events, close, reps))
+  // The commit half (bench/lib/block-commit.mjs): the plugin's whole commit vs DSH's own four appends.
+  const commitReps = quick ? { reps: 4, first: 2 } : { reps: 120, first: 12 }
+  result.commit = /** @type {any[]} */ ([])
+  for (const close of [true, false]) {
+    const r = recordBlockSession(events, { close })
+    result.commit.push(await measureCommit(r, commitReps, { addon, replay, name: close ? 'closed as it goes' : 'never closed' }))
+  }
+  result.commitTarget = { ratio: 2 }
   result.load.end = load()
   emit(out, result)
 }

@@ -233,6 +233,14 @@ function render(meta, R) {
         m <= B.target.medianUs ? verdict(true) : `${verdict(false)} by ${fmtX(m / B.target.medianUs)}`,
       ])
     }
+    for (const c of B.commit ?? []) {
+      rows.push([
+        `7. commit a block summary, ${c.name} (plan + 4 appends + meter)`,
+        `≤ ${fmtX(B.commitTarget.ratio)} DSH's own 4 appends`,
+        `${fmtX(c.ratioOfMedians)} (${fmtUs(c.ours.median)} vs ${fmtUs(c.dsh.median)}); first call ${fmtUs(c.first.median)}`,
+        c.ratioOfMedians <= B.commitTarget.ratio ? verdict(true) : `${verdict(false)} by ${fmtX(c.ratioOfMedians / B.commitTarget.ratio)}`,
+      ])
+    }
   }
   if (rows.length) {
     L.push('## Targets', '')
@@ -360,6 +368,22 @@ function render(meta, R) {
       )
     }
     L.push('', `Repetitions: ${B.shapes.map((/** @type {any} */ s) => `${s.warm.n} warm, ${s.first.n} first calls`).join('; ')}.`, '')
+  }
+
+  // ---- 7. block mode, the commit
+  if (B?.commit) {
+    L.push('## 7. Committing a block summary', '')
+    L.push(
+      'The plugin\'s whole commit when a queued summary lands (`blockSnapshot` + `planBlockSummary`, then `writeCommit`: the price from DSH\'s real TokenMeter, the checkpoint message, the four appends) against the four events DSH\'s compaction appends for a summary it already has (`compaction/start`, `compaction/summary`, the replacement `user/message`, `compaction/end`; range, price and message prepared untimed, as compaction-basic prepares them), on fresh replays of the same 10k-event session, alternating which goes first. ' +
+        '**first call**: the same commit on a session the encoder never saw. Both leave the same surface (checked). Method: bench/lib/block-commit.mjs.',
+      '',
+    )
+    L.push('| session | plugin commit | DSH\'s 4 appends | ratio of medians | paired median ratio | first call |')
+    L.push('|---|---|---|---|---|---|')
+    for (const c of B.commit) {
+      L.push(`| ${c.name} | ${fmtSpread(c.ours)} | ${fmtSpread(c.dsh)} | ${fmtX(c.ratioOfMedians)} | ${fmtX(c.ratio)} | ${fmtUs(c.first.median)} (first in process ${fmtUs(c.first.firstInProcess)}) |`)
+    }
+    L.push('', `Repetitions: ${B.commit.map((/** @type {any} */ c) => `${c.n} paired, ${c.first.n} first calls`).join('; ')}.`, '')
   }
 
   if (!meta.quick) {

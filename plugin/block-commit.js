@@ -26,7 +26,7 @@
 import { randomUUID } from 'node:crypto'
 
 import { compactCheckpointSource } from '@deepseek-ai/dsh-compaction'
-import { createUserMessage, errorChain } from '@deepseek-ai/dsh-llm'
+import { errorChain } from '@deepseek-ai/dsh-llm'
 
 import { eventLog, visibleChars } from './surface.js'
 
@@ -57,6 +57,16 @@ export function summaryBody(summary, remaining, language = 'en') {
   const frame = FRAME[language] ?? FRAME.en
   const ids = remaining.length > 0 ? `${frame.ids}: ${remaining.join(', ')}\n` : ''
   return `<block-summary>\n${frame.intro}\n${ids}\n${summary}\n</block-summary>`
+}
+
+/**
+ * The replacement `user/message`: what `createUserMessage` builds (content, source, role, a fresh
+ * id), without its `structuredClone` + deep freeze — `session.append` snapshots and freezes the
+ * data it logs anyway, and the clone was a third of a commit's own cost.
+ * @param {string} text @param {object} source
+ */
+function checkpointMessage(text, source) {
+  return { content: [{ type: 'text', text }], source, role: 'user', id: randomUUID() }
 }
 
 /**
@@ -114,10 +124,7 @@ export function writeCommit(session, { plan, summary, requestSeq, route, turn, m
   const closed = [...plan.closed]
   const compactionId = randomUUID()
   const tag = { closed, requestSeq }
-  const message = createUserMessage({
-    content: [{ type: 'text', text: summaryBody(summary, remaining, language) }],
-    source: { ...compactCheckpointSource(compactionId), blockPtc: { remaining, closed, requestSeq } },
-  })
+  const message = checkpointMessage(summaryBody(summary, remaining, language), { ...compactCheckpointSource(compactionId), blockPtc: { remaining, closed, requestSeq } })
   const start = session.append('compaction/start', { compactionId, turn, blockPtc: tag })
   let replacement
   let summaryEvent

@@ -208,13 +208,25 @@ class BlockMode {
     this.#scheduled.add(session)
     queueMicrotask(() => {
       this.#scheduled.delete(session)
-      this.drain(session)
+      this.#guarded('landing queued summaries', () => this.drain(session))
     })
   }
 
   /**
+   * Runs microtask work so that a failure is logged, never thrown into the host's event loop.
+   * @param {string} what @param {() => void} work
+   */
+  #guarded(what, work) {
+    try {
+      work()
+    } catch (error) {
+      this.ctx.logger?.warn?.(`dsh-fold/block: ${what} failed: ${/** @type {Error} */ (error)?.message ?? error}`)
+    }
+  }
+
+  /**
    * Lands every queued summary whose range is ready, in request order; logs the ones that can
-   * no longer land. Never throws: it runs from a microtask.
+   * no longer land.
    * @param {any} session
    */
   drain(session) {
@@ -259,6 +271,9 @@ class BlockMode {
 
   /** @param {any} session @param {any} event */
   onEvent(session, event) {
+    // Keep the planner's encoder caught up step by step (outside the append), so a long
+    // session's first summary does not describe its whole history inside `block_summary`.
+    if (event.type === 'step/end') queueMicrotask(() => this.#guarded('describing the session', () => describeBlockSession(session, { blockToolName: this.config.toolName })))
     const state = this.#sessions.get(session)
     if (state === undefined || state.queue.size === 0 || !RETRY_ON.has(event.type)) return
     this.schedule(session)
