@@ -17,6 +17,7 @@ import {
   commitsOf,
   createUserMessage,
   dispatchesOf,
+  meterAtEveryCommit,
   prompt,
   resultOf,
   shape,
@@ -270,7 +271,10 @@ describe('closing blocks', () => {
       ],
     })
     const agent = await agentOn(root)
+    const meter = meterAtEveryCommit(root, agent.session)
     await prompt(agent, 'interleave')
+    assert.equal(meter.commits, 2)
+    assert.equal(meter.error, undefined)
     const [s, t] = commitsOf(agent.session)
     assert.deepEqual(s.replacement.data.source.blockPtc.remaining, ['B'])
     assert.match(textOf(s.replacement.data), /\nBlock ids: B\n/)
@@ -346,5 +350,24 @@ describe('closing blocks', () => {
     assert.equal(commit.summary.data.shadowedTokenCount, answer.tokensFreed)
     assert.ok(answer.tokensFreed > 0)
     assert.equal(shape(sent(model, 2)), 'user summary assistant(block_run_code) tool')
+  })
+
+  it('speaks Chinese when configured: the prompt section, the summary frame and the notes', async () => {
+    const { root, model } = await bootBlockHost({
+      block: { language: 'zh' },
+      script: [
+        { calls: [blockCall('c1', ['A'], 'return await tools.lookup({key: "alpha"})')] },
+        { calls: [blockCall('c2', ['A'], closeIn(['A'], '电容需要 1.21 GW'))] },
+        { text: '完成' },
+      ],
+    })
+    const agent = await agentOn(root)
+    await prompt(agent, '读一下')
+    assert.match(model.requests[0].system, /## 区块模式/)
+    const answer = valueOf(dispatchesOf(agent.session, 'c2').find((d) => d.name === 'block_summary'))
+    assert.match(answer.note, /^已排队：/)
+    const body = textOf(sent(model, 2)[1])
+    assert.match(body, /^<block-summary>\n以下是你自己对先前工作的总结/)
+    assert.ok(body.includes('电容需要 1.21 GW'))
   })
 })

@@ -210,6 +210,25 @@ export function assertMeterAgrees(root, session) {
   return measured
 }
 
+/**
+ * Checks `assertMeterAgrees` right after every block-mode commit of `session` (at its
+ * `compaction/end`); returns the commits checked so far and the first disagreement, if any.
+ * @param {any} root @param {any} session
+ */
+export function meterAtEveryCommit(root, session) {
+  const seen = { commits: 0, /** @type {unknown} */ error: undefined }
+  root.on('session/event', (/** @type {any} */ s, /** @type {any} */ e) => {
+    if (s !== session || e.type !== 'compaction/end' || !e.data.blockPtc || e.data.error) return
+    seen.commits++
+    try {
+      assertMeterAgrees(root, s)
+    } catch (error) {
+      seen.error ??= error
+    }
+  })
+  return seen
+}
+
 /** What must not change when a call is refused: the log length and the surface. @param {any} session */
 export const stateOf = (session) => ({ seq: session.seq, nodes: [...session.surface.nodes] })
 
