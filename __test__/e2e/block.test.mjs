@@ -166,6 +166,7 @@ describe('block mode end to end: a real headless DSH host in Code Mode (`both`)'
           assert.equal(result.replaced, 2)
           assert.ok(result.tokensFreed > 0)
           assert.equal(result.pending, undefined)
+          assert.equal(result.note, undefined, 'the host\'s token meter priced the summary')
           assert.ok(!body.messages.some((/** @type {any} */ m) => RULE.test(text(m)) && !text(m).startsWith('<block-summary>')), 'the instructions came back without a touch')
           return block('call_r2', ['report'], `return await tools.read({file_path: ${JSON.stringify(data)}})`)
         },
