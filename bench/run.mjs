@@ -384,6 +384,8 @@ function render(meta, R) {
       L.push(`| ${c.name} | ${fmtSpread(c.ours)} | ${fmtSpread(c.dsh)} | ${fmtX(c.ratioOfMedians)} | ${fmtX(c.ratio)} | ${fmtUs(c.first.median)} (first in process ${fmtUs(c.first.firstInProcess)}) |`)
     }
     L.push('', `Repetitions: ${B.commit.map((/** @type {any} */ c) => `${c.n} paired, ${c.first.n} first calls`).join('; ')}.`, '')
+    if (B.load) L.push(`Load average (1 min) while sections 6–7 ran: ${B.load.start} → ${B.load.end}.`, '')
+    if (B.run) L.push(`Sections 6–7 were measured in their own run (\`node --expose-gc bench/block.mjs\`, commit ${B.run.commit}, ${B.run.date}) and merged into this report's JSON as \`results.block\`; sections 1–5 are from the run described at the top.`, '')
   }
 
   if (!meta.quick) {
