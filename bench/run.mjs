@@ -11,7 +11,8 @@
  *   npm run bench -- --out FILE.md     another report path
  *   node bench/run.mjs --render        re-render the report from its JSON (after editing NOTES.md)
  *
- * Sections: fold (figure 1), has-active (2), mark (3), concurrent (4), load (5), report (6).
+ * Sections: fold (figure 1), has-active (2), mark (3), concurrent (4), load (5), report (6),
+ * block (7: planning a block summary; 8: committing it).
  * Method notes: bench/README.md.
  */
 import { execFileSync, spawnSync } from 'node:child_process'
@@ -23,7 +24,7 @@ import { BENCH_DIR, ROOT, parseArgs } from './lib/common.mjs'
 import { fmtSpread, fmtUs, fmtX } from './lib/stats.mjs'
 
 const { quick, opts } = parseArgs()
-const SECTIONS = ['fold', 'has-active', 'mark', 'concurrent', 'load', 'report']
+const SECTIONS = ['fold', 'has-active', 'mark', 'concurrent', 'load', 'report', 'block']
 const only = typeof opts.only === 'string' ? opts.only.split(',') : SECTIONS
 for (const s of only) if (!SECTIONS.includes(s)) throw new Error(`unknown section ${s}; sections: ${SECTIONS.join(', ')}`)
 
@@ -224,6 +225,26 @@ function render(meta, R) {
   }
   const RP = R.report
   if (RP) reportTargets(RP, rows, verdict)
+  const B = R.block
+  if (B) {
+    for (const s of B.shapes) {
+      const m = s.warm.total.median
+      rows.push([
+        `7. plan a block summary, ${s.events} events, ${s.name} (warm)`,
+        `≤ ${fmtUs(B.target.medianUs)} median`,
+        `${fmtSpread(s.warm.total)}; first call ${fmtUs(s.first.total.median)}`,
+        m <= B.target.medianUs ? verdict(true) : `${verdict(false)} by ${fmtX(m / B.target.medianUs)}`,
+      ])
+    }
+    for (const c of B.commit ?? []) {
+      rows.push([
+        `8. commit a block summary, ${c.name} (plan + 4 appends + meter)`,
+        `≤ ${fmtX(B.commitTarget.ratio)} DSH's own 4 appends`,
+        `${fmtX(c.ratioOfMedians)} (${fmtUs(c.ours.median)} vs ${fmtUs(c.dsh.median)}); first call ${fmtUs(c.first.median)}`,
+        c.ratioOfMedians <= B.commitTarget.ratio ? verdict(true) : `${verdict(false)} by ${fmtX(c.ratioOfMedians / B.commitTarget.ratio)}`,
+      ])
+    }
+  }
   if (rows.length) {
     L.push('## Targets', '')
     L.push('| figure | target | measured | |', '|---|---|---|---|')
@@ -333,6 +354,43 @@ function render(meta, R) {
   }
 
   if (RP) renderReport(RP, L)
+  // ---- 7. block mode, planning
+  if (B) {
+    L.push('## 7. Planning a block summary', '')
+    L.push(
+      'One synchronous call path on the JS thread: `blockSnapshot(session)` (the v2 snapshot from per-event facts cached per session) then `planBlockSummary` (decode, validate, the rules), for the normal case: the current block closed from inside its last program, right after that result landed. ' +
+        '**warm**: the encoder described the session before (it plans at every `block_summary`); **first call**: a fresh replay the encoder never saw (the first summary after a restore or fork; the very first in the process shown apart). ' +
+        'Baselines interleaved with the warm plans: the rewind\'s own synchronous planning on the same session (`surfaceSnapshot` + `selectRegion`), and one plain JS pass reading each surface node\'s event. Method: bench/block.mjs.',
+      '',
+    )
+    L.push('| session | surface nodes | ids | replaced | warm: total | snapshot | plan | first call | first in process | rewind\'s selectRegion | JS pass over the surface | warm / selectRegion |')
+    L.push('|---|---|---|---|---|---|---|---|---|---|---|---|')
+    for (const s of B.shapes) {
+      L.push(
+        `| ${s.events} events, ${s.name} | ${s.surfaceNodes} (${s.summaries} summaries) | ${s.ids} | ${s.replaced} | ${fmtSpread(s.warm.total)} | ${fmtSpread(s.warm.snapshot)} | ${fmtSpread(s.warm.plan)} | ${fmtSpread(s.first.total)} | ${fmtUs(s.first.firstInProcess)} | ` +
+          `${fmtSpread(s.baseline.rewindSelect)} | ${fmtSpread(s.baseline.jsPass)} | ${fmtX(s.warm.total.median / s.baseline.rewindSelect.median)} |`,
+      )
+    }
+    L.push('', `Repetitions: ${B.shapes.map((/** @type {any} */ s) => `${s.warm.n} warm, ${s.first.n} first calls`).join('; ')}.`, '')
+  }
+
+  // ---- 8. block mode, the commit
+  if (B?.commit) {
+    L.push('## 8. Committing a block summary', '')
+    L.push(
+      'The plugin\'s whole commit when a queued summary lands (`blockSnapshot` + `planBlockSummary`, then `writeCommit`: the price from DSH\'s real TokenMeter, the checkpoint message, the four appends) against the four events DSH\'s compaction appends for a summary it already has (`compaction/start`, `compaction/summary`, the replacement `user/message`, `compaction/end`; range, price and message prepared untimed, as compaction-basic prepares them), on fresh replays of the same 10k-event session, alternating which goes first. ' +
+        '**first call**: the same commit on a session the encoder never saw. Both leave the same surface (checked). Method: bench/lib/block-commit.mjs.',
+      '',
+    )
+    L.push('| session | plugin commit | DSH\'s 4 appends | ratio of medians | paired median ratio | first call |')
+    L.push('|---|---|---|---|---|---|')
+    for (const c of B.commit) {
+      L.push(`| ${c.name} | ${fmtSpread(c.ours)} | ${fmtSpread(c.dsh)} | ${fmtX(c.ratioOfMedians)} | ${fmtX(c.ratio)} | ${fmtUs(c.first.median)} (first in process ${fmtUs(c.first.firstInProcess)}) |`)
+    }
+    L.push('', `Repetitions: ${B.commit.map((/** @type {any} */ c) => `${c.n} paired, ${c.first.n} first calls`).join('; ')}.`, '')
+    if (B.load) L.push(`Load average (1 min) while sections 7–8 ran: ${B.load.start} → ${B.load.end}.`, '')
+    if (B.run) L.push(`Sections 7–8 were measured in their own run (\`node --expose-gc bench/block.mjs\`, commit ${B.run.commit}, ${B.run.date}) and merged into this report's JSON as \`results.block\`; the other sections are from the run described at the top.`, '')
+  }
 
   if (!meta.quick) {
     const notes = path.join(BENCH_DIR, 'NOTES.md')
