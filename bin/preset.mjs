@@ -296,6 +296,15 @@ function backUp(dshPresets, dir) {
   return target
 }
 
+/** Remove a temp folder on an error path; a failure to clean must not hide the error itself. @param {string} dir */
+function discard(dir) {
+  try {
+    rmSync(dir, { recursive: true, force: true })
+  } catch {
+    // e.g. ENOTDIR: the folder was never created
+  }
+}
+
 /** @param {string} what @param {unknown} e @returns {never} */
 function writeFailed(what, e) {
   throw new PresetError('WRITE_FAILED', `${what}: ${/** @type {Error} */ (e).message}`, 73)
@@ -337,13 +346,13 @@ export async function install(opts) {
   const tmp = path.join(presets, `.${PRESET_ID}.tmp-${process.pid}`)
   try {
     mkdirSync(presets, { recursive: true, mode: 0o700 })
-    rmSync(tmp, { recursive: true, force: true })
+    discard(tmp)
     mkdirSync(tmp, { mode: 0o700 })
     for (const [name, body] of Object.entries(content)) writeFileSync(path.join(tmp, name), body, { mode: 0o600 })
     writeFileSync(path.join(tmp, RECORD_FILE), JSON.stringify({ ...record, installedAt: new Date().toISOString() }, null, 2) + '\n', { mode: 0o600 })
     chmodSync(tmp, 0o700)
   } catch (e) {
-    rmSync(tmp, { recursive: true, force: true })
+    discard(tmp)
     writeFailed(`cannot write the preset under ${presets}`, e)
   }
   let backup = null
@@ -352,7 +361,7 @@ export async function install(opts) {
     else if (now.state === 'installed') rmSync(dir, { recursive: true, force: true })
     renameSync(tmp, dir)
   } catch (e) {
-    rmSync(tmp, { recursive: true, force: true })
+    discard(tmp)
     writeFailed(`cannot put the preset in place at ${dir}${backup ? ` (the previous folder is safe at ${backup})` : ''}`, e)
   }
   return { action: now.state === 'absent' ? 'installed' : 'replaced', dir, record, host, backup }
