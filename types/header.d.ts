@@ -25,3 +25,28 @@ export interface RewindHost {
   summarize(region: FoldRegion, attempt: number): Promise<string | SummaryReply>
   commit(plan: FoldPlan): 'committed' | 'changed'
 }
+
+/**
+ * A block-mode surface snapshot (format 2, `crates/fold-core/src/surface.rs`): the fixed-size
+ * words and the id table they index. Built by `blockSnapshot(session)` in `dsh-fold/plugin/block-surface.js`.
+ */
+export interface BlockSnapshot {
+  words: Uint32Array
+  /** Every block id the words refer to, each once. */
+  ids: string[]
+}
+
+/**
+ * `planBlockSummary`'s answer: the commit to write now, or why the summary must wait (plan
+ * again at the next session event: the range is computed again then).
+ */
+export type BlockPlan =
+  | { status: 'commit'; plan: BlockCommitPlan }
+  | {
+      status: 'pending'
+      /** `results`: calls in the range have no result yet; `compaction`: a `compaction/start`
+       * has no end yet; `rewind`: a rewind (or mark) of the session holds its lock. */
+      waitFor: 'results' | 'compaction' | 'rewind'
+      /** What the summary waits for, in words for the model's note. */
+      reason: string
+    }

@@ -7,9 +7,11 @@
 //! - [`surface`]: the surface snapshot format (what the host tells us about its surface).
 //! - [`region`]: which surface nodes a fold replaces — the fold's rules, in one file.
 //! - [`fold`]: the rewind transaction, generic over a [`fold::FoldHost`].
+//! - [`blocks`]: what a block summary replaces — block mode's rules, in one file.
 
 #![forbid(unsafe_code)]
 
+pub mod blocks;
 pub mod error;
 pub mod fold;
 pub mod locks;
