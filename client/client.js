@@ -8,7 +8,8 @@
  * classic script, run as is (no build step): executing it only registers a factory with
  * `window.__ModuleLoader__.load({id, factory})`; the factory runs when the web kernel
  * materializes the module and returns a browser cordis plugin `{name, inject: ['slots'],
- * apply}` that registers one keyed view, `tool.call.toolview` / `block_run_code`.
+ * apply}` that registers two keyed views in `tool.call.toolview`: `block_run_code` (the block's
+ * program row) and `block_summary` (the card of a summary request inside a program).
  *
  * The host's client-plugin rules hold: nothing of the host's client packages is imported;
  * `react` comes through the module loader's `require`; every colour and font is one of the
@@ -26,7 +27,12 @@
  * `run_code` with it) in its own `[data-subcalls]` list under this row; drawing them again
  * would show each twice.
  *
- * The view never throws: the model is derived defensively (arguments that are not JSON,
+ * The `block_summary` card (dispatched inside a program, so the tree nests it under its
+ * `block_run_code` row) is titled `Block summary` and says `[<ids>]` and what became of the
+ * request — `queued: …` (pending until the block's calls return) or `replaced N messages, ~T
+ * tokens freed` — with the summary text as its input and the plugin's answer as its output.
+ *
+ * The views never throw: the model is derived defensively (arguments that are not JSON,
  * lack ids, or have the wrong types still give a readable row), and an error boundary
  * around it renders a plain row if rendering itself fails, because a keyed view that throws
  * empties its slot.
@@ -35,6 +41,7 @@
   'use strict'
 
   const TOOL_NAME = 'block_run_code'
+  const SUMMARY_TOOL_NAME = 'block_summary'
   const FALLBACK_ID = 'dsh-fold/ui'
   const STYLE_ID = 'dsh-fold/ui/block-row.css'
 
@@ -121,11 +128,11 @@
   const ABORT_CODES = new Set(['interrupted', 'aborted', 'cancelled', 'canceled'])
 
   /**
-   * Everything the row shows, derived once from whatever the slot handed us.
-   * @param {any} block a RunningToolCall or ToolResultNode (or anything: the view must not throw)
-   * @param {any} callId
+   * What every row derives the same way from the frozen call slice: arguments (parsed, or why
+   * not), block ids, lifecycle, output. Never throws for a slice of any shape.
+   * @param {any} block a RunningToolCall or ToolResultNode (or anything) @param {any} callId
    */
-  function blockRowModel (block, callId) {
+  function callFacts (block, callId) {
     const slice = block !== null && typeof block === 'object' ? block : {}
     const settled = 'kind' in slice
     const raw = settled ? (slice.call ? slice.call.argsRaw : undefined) : slice.argsRaw
@@ -142,63 +149,110 @@
     }
     const fields = argsValid ? args : {}
     const idList = Array.isArray(fields.ids) ? fields.ids : typeof fields.id === 'string' ? [fields.id] : []
-    const ids = idList.filter((id) => typeof id === 'string' && id !== '')
-    const description = typeof fields.description === 'string' ? firstLine(fields.description).trim() : ''
-    const code = typeof fields.code === 'string' && fields.code !== '' ? fields.code : null
     const subCalls = Array.isArray(slice.subCalls) ? slice.subCalls.length : 0
-
     const error = slice.error && typeof slice.error === 'object' ? slice.error : undefined
     const aborted = settled && error !== undefined && ABORT_CODES.has(error.code)
     const failed = settled && !aborted && slice.isError === true
     const state = !settled ? 'running' : aborted ? 'stopped' : failed ? 'error' : 'ok'
-    const phase = !settled ? (argsRaw === '' ? 'preparing' : subCalls > 0 ? 'dispatched' : 'running') : aborted ? 'aborted' : failed ? 'failed' : 'settled'
-
     const output = settled ? resultText(slice) || null : null
-    const id = typeof callId === 'string' && callId !== '' ? callId : typeof slice.callId === 'string' ? slice.callId : ''
-    const text = description !== '' ? description : code !== null ? firstLine(code).trim() : argsRaw !== '' && !argsValid ? firstLine(argsRaw).slice(0, 200) : id
     return {
-      ids,
-      summary: text,
-      code,
+      fields,
+      argsRaw,
+      ids: idList.filter((id) => typeof id === 'string' && id !== ''),
       rawArgs: argsRaw !== '' && !argsValid ? argsRaw : null,
       argsValid: argsRaw === '' ? null : argsValid,
+      state,
+      phase: !settled ? (argsRaw === '' ? 'preparing' : subCalls > 0 ? 'dispatched' : 'running') : aborted ? 'aborted' : failed ? 'failed' : 'settled',
       output,
       errorLine: state === 'error' && output !== null ? firstLine(output) : null,
-      state,
-      phase,
       subCalls,
-      callId: id,
+      callId: typeof callId === 'string' && callId !== '' ? callId : typeof slice.callId === 'string' ? slice.callId : '',
     }
+  }
+
+  /** The one-line text after the ids when nothing better exists: raw arguments, else the call id. */
+  const fallbackText = (facts) => (facts.rawArgs !== null ? firstLine(facts.rawArgs).slice(0, 200) : facts.callId)
+
+  /**
+   * The `block_run_code` row: `[ids] description`, the program, its output.
+   * @param {any} block @param {any} callId
+   */
+  function blockRowModel (block, callId) {
+    const facts = callFacts(block, callId)
+    const description = typeof facts.fields.description === 'string' ? firstLine(facts.fields.description).trim() : ''
+    const code = typeof facts.fields.code === 'string' && facts.fields.code !== '' ? facts.fields.code : null
+    return { ...facts, summary: description !== '' ? description : code !== null ? firstLine(code).trim() : fallbackText(facts), program: code, input: null }
+  }
+
+  /**
+   * The nested `block_summary` card: `[ids]` and what became of the request (queued, or how
+   * many messages it replaced), the summary text as its input.
+   * @param {any} block @param {any} callId
+   */
+  function summaryRowModel (block, callId) {
+    const facts = callFacts(block, callId)
+    const text = typeof facts.fields.summary === 'string' && facts.fields.summary.trim() !== '' ? facts.fields.summary : null
+    let outcome = null
+    if (facts.state === 'ok' && facts.output !== null) {
+      try {
+        const result = JSON.parse(facts.output)
+        if (result && result.pending === true) outcome = 'queued: lands when the block\'s calls have returned'
+        else if (result && Number.isInteger(result.replaced)) {
+          const tokens = Number.isFinite(result.tokensFreed) ? `, ~${result.tokensFreed} tokens freed` : ''
+          outcome = `replaced ${result.replaced} message${result.replaced === 1 ? '' : 's'}${tokens}`
+        }
+      } catch {
+        // not the plugin's JSON answer: the output section still shows it
+      }
+    }
+    return { ...facts, summary: outcome ?? (text !== null ? firstLine(text).trim() : fallbackText(facts)), program: null, input: text }
   }
 
   const STATUS = { running: 'Running', error: 'Failed', stopped: 'Stopped' }
 
-  // ---- the view ------------------------------------------------------------------------------
+  // ---- the views -----------------------------------------------------------------------------
 
   function createView (React) {
     const h = React.createElement
 
     const svg = (children) => h('svg', { width: 14, height: 14, viewBox: '0 0 14 14', fill: 'none', 'aria-hidden': true, focusable: 'false' }, children)
+    const stroke = { stroke: 'currentColor', strokeWidth: 1.2, strokeLinecap: 'round', strokeLinejoin: 'round' }
     /** Two angle brackets and a slash: the program glyph (drawn for this row). */
     const codeIcon = () => svg([
-      h('path', { key: 'l', d: 'M4.5 3.5L1.5 7l3 3.5', stroke: 'currentColor', strokeWidth: 1.2, strokeLinecap: 'round', strokeLinejoin: 'round' }),
-      h('path', { key: 'r', d: 'M9.5 3.5l3 3.5-3 3.5', stroke: 'currentColor', strokeWidth: 1.2, strokeLinecap: 'round', strokeLinejoin: 'round' }),
-      h('path', { key: 's', d: 'M8 2.5L6 11.5', stroke: 'currentColor', strokeWidth: 1.2, strokeLinecap: 'round' }),
+      h('path', { key: 'l', d: 'M4.5 3.5L1.5 7l3 3.5', ...stroke }),
+      h('path', { key: 'r', d: 'M9.5 3.5l3 3.5-3 3.5', ...stroke }),
+      h('path', { key: 's', d: 'M8 2.5L6 11.5', ...stroke }),
     ])
-    const chevron = (open) => svg(h('path', { d: open ? 'M3 5.25l4 4 4-4' : 'M5.25 3l4 4-4 4', stroke: 'currentColor', strokeWidth: 1.2, strokeLinecap: 'round', strokeLinejoin: 'round' }))
+    /** Three lines folding into one: the summary glyph. */
+    const foldIcon = () => svg([
+      h('path', { key: 'a', d: 'M2.5 3h9', ...stroke }),
+      h('path', { key: 'b', d: 'M4.5 5.5L7 8l2.5-2.5', ...stroke }),
+      h('path', { key: 'c', d: 'M2.5 11h9', ...stroke }),
+    ])
+    const chevron = (open) => svg(h('path', { d: open ? 'M3 5.25l4 4 4-4' : 'M5.25 3l4 4-4 4', ...stroke }))
 
-    function leading (state, open) {
+    /** The two rows dsh-fold owns: how each is titled, marked and modelled. */
+    const KINDS = {
+      run: { tool: TOOL_NAME, marker: 'block-run-code', variant: 'code', title: 'Code', icon: codeIcon, model: blockRowModel },
+      summary: { tool: SUMMARY_TOOL_NAME, marker: 'block-summary', variant: 'others', title: 'Block summary', icon: foldIcon, model: summaryRowModel },
+    }
+
+    function leading (kind, state, open) {
       const icon = state === 'error' ? h('span', { className: 'dfb-dot', 'data-tone': 'error' })
         : state === 'stopped' ? h('span', { className: 'dfb-dot', 'data-tone': 'warning' })
-          : codeIcon()
+          : kind.icon()
       return h('span', { className: 'dfb-leading', 'aria-hidden': true },
         h('span', { className: 'dfb-icon' }, icon),
         h('span', { className: 'dfb-chevron' }, chevron(open)))
     }
 
-    function Row ({ model, inspect }) {
+    const ioSection = (label, marker, text, error) => h('div', { className: 'dfb-io-section', [marker]: true },
+      h('span', { className: 'dfb-io-label' }, label),
+      h('span', { className: 'dfb-io-text', 'data-error': error || undefined }, text))
+
+    function Row ({ kind, model, inspect }) {
       const [expanded, setExpanded] = React.useState(false)
-      const expandable = model.code !== null || model.rawArgs !== null || model.output !== null
+      const expandable = model.program !== null || model.input !== null || model.rawArgs !== null || model.output !== null
       const open = expanded && expandable
       const toggle = () => { if (expandable) setExpanded((value) => !value) }
       const onKeyDown = (event) => {
@@ -211,11 +265,17 @@
         ? [model.errorLine]
         : [model.ids.length > 0 ? h('span', { key: 'ids', className: 'dfb-ids', 'data-block-ids': model.ids.join(' ') }, `[${model.ids.join(', ')}]`) : null,
             model.ids.length > 0 && model.summary !== '' ? ' ' : null, model.summary]
+      const io = [
+        model.rawArgs !== null ? ioSection('IN', 'data-raw-args', `Arguments are not valid JSON:\n${model.rawArgs}`, false) : null,
+        model.input !== null ? ioSection('IN', 'data-input', model.input, false) : null,
+        model.output !== null ? ioSection('OUT', 'data-output', model.output, model.state === 'error') : null,
+      ].filter(Boolean)
+      const ioChildren = io.flatMap((section, i) => (i === 0 ? [section] : [h('span', { key: `d${i}`, className: 'dfb-io-divider', 'aria-hidden': true }), section]))
       return h('div', {
         className: 'dfb-root',
-        'data-dsh-fold': 'block-run-code',
-        'data-variant': 'code',
-        'data-tool': TOOL_NAME,
+        'data-dsh-fold': kind.marker,
+        'data-variant': kind.variant,
+        'data-tool': kind.tool,
         'data-state': model.state,
         'data-phase': model.phase,
         'data-args': model.argsValid === false ? 'invalid' : model.argsValid === null ? 'empty' : 'json',
@@ -227,33 +287,26 @@
         'data-expandable': expandable || undefined,
         ...(expandable ? { role: 'button', tabIndex: 0, 'aria-expanded': open, onClick: toggle, onKeyDown } : {}),
       },
-      leading(model.state, open),
-      h('span', { className: 'dfb-title' }, 'Code'),
+      leading(kind, model.state, open),
+      h('span', { className: 'dfb-title' }, kind.title),
       h('span', { className: 'dfb-sep', 'aria-hidden': true }),
       h('span', { className: 'dfb-summary', 'data-error': model.errorLine !== null || undefined }, ...summaryChildren)),
       open ? h('div', { className: 'dfb-body' },
-        model.code !== null ? h('div', { className: 'dfb-code', 'data-program': true },
+        model.program !== null ? h('div', { className: 'dfb-code', 'data-program': true },
           h('div', { className: 'dfb-banner' }, 'typescript'),
-          h('pre', { className: 'dfb-program' }, h('code', null, model.code))) : null,
-        model.rawArgs !== null || model.output !== null ? h('div', { className: 'dfb-io' },
-          model.rawArgs !== null ? h('div', { className: 'dfb-io-section', 'data-raw-args': true },
-            h('span', { className: 'dfb-io-label' }, 'IN'),
-            h('span', { className: 'dfb-io-text' }, `Arguments are not valid JSON:\n${model.rawArgs}`)) : null,
-          model.rawArgs !== null && model.output !== null ? h('span', { className: 'dfb-io-divider', 'aria-hidden': true }) : null,
-          model.output !== null ? h('div', { className: 'dfb-io-section', 'data-output': true },
-            h('span', { className: 'dfb-io-label' }, 'OUT'),
-            h('span', { className: 'dfb-io-text', 'data-error': model.state === 'error' || undefined }, model.output)) : null) : null,
+          h('pre', { className: 'dfb-program' }, h('code', null, model.program))) : null,
+        ioChildren.length > 0 ? h('div', { className: 'dfb-io' }, ...ioChildren) : null,
         typeof inspect === 'function' ? h('button', { type: 'button', className: 'dfb-inspect', onClick: inspect }, 'Inspect') : null) : null)
     }
 
     /** The row a failure degrades to: the tool and the call, nothing derived. */
-    function PlainRow ({ callId }) {
-      return h('div', { className: 'dfb-root', 'data-dsh-fold': 'block-run-code', 'data-variant': 'code', 'data-tool': TOOL_NAME, 'data-phase': 'unrenderable' },
+    function PlainRow ({ kind, callId }) {
+      return h('div', { className: 'dfb-root', 'data-dsh-fold': kind.marker, 'data-variant': kind.variant, 'data-tool': kind.tool, 'data-phase': 'unrenderable' },
         h('div', { className: 'dfb-row' },
-          h('span', { className: 'dfb-leading', 'aria-hidden': true }, codeIcon()),
-          h('span', { className: 'dfb-title' }, 'Code'),
+          h('span', { className: 'dfb-leading', 'aria-hidden': true }, kind.icon()),
+          h('span', { className: 'dfb-title' }, kind.title),
           h('span', { className: 'dfb-sep', 'aria-hidden': true }),
-          h('span', { className: 'dfb-summary' }, typeof callId === 'string' ? callId : TOOL_NAME)))
+          h('span', { className: 'dfb-summary' }, typeof callId === 'string' ? callId : kind.tool)))
     }
 
     class Boundary extends React.Component {
@@ -267,11 +320,11 @@
       }
 
       componentDidCatch (error) {
-        if (root.console) root.console.warn('[dsh-fold] block_run_code row failed to render; showing a plain row', error)
+        if (root.console) root.console.warn(`[dsh-fold] ${this.props.kind.tool} row failed to render; showing a plain row`, error)
       }
 
       render () {
-        return this.state.failed ? h(PlainRow, { callId: this.props.callId }) : this.props.children
+        return this.state.failed ? h(PlainRow, { kind: this.props.kind, callId: this.props.callId }) : this.props.children
       }
     }
 
@@ -284,24 +337,32 @@
       }
     }
 
-    /** Props to row: everything that reads the props runs inside the boundary. */
-    function Inner (props) {
-      const callId = safeCallId(props)
-      let model
-      try {
-        model = blockRowModel(props ? props.block : undefined, callId)
-      } catch {
-        return h(PlainRow, { callId })
+    /** One keyed `tool.call.toolview` view (props: DSH's ToolCallOwnerProps) for `kind`. */
+    function viewFor (kind) {
+      /** Props to row: everything that reads the props runs inside the boundary. */
+      function Inner (props) {
+        const callId = safeCallId(props)
+        let model
+        try {
+          model = kind.model(props ? props.block : undefined, callId)
+        } catch {
+          return h(PlainRow, { kind, callId })
+        }
+        return h(Row, { kind, model, inspect: props.inspect })
       }
-      return h(Row, { model, inspect: props.inspect })
+      function View (props) {
+        return h(Boundary, { kind, callId: safeCallId(props) }, h(Inner, props))
+      }
+      return View
     }
 
-    /** The keyed `tool.call.toolview` view (props: DSH's ToolCallOwnerProps). */
-    function BlockRunCodeView (props) {
-      return h(Boundary, { callId: safeCallId(props) }, h(Inner, props))
+    const BlockRunCodeView = viewFor(KINDS.run)
+    const BlockSummaryView = viewFor(KINDS.summary)
+    /** The boundary alone, around any child: a plain `block_run_code` row if the child throws. */
+    function RowBoundary ({ callId, children }) {
+      return h(Boundary, { kind: KINDS.run, callId }, children)
     }
-
-    return { BlockRunCodeView, RowBoundary: Boundary }
+    return { BlockRunCodeView, BlockSummaryView, RowBoundary }
   }
 
   // ---- the module ----------------------------------------------------------------------------
@@ -312,17 +373,21 @@
     factory: (require) => {
       const React = require('react')
       injectCss(id)
-      const { BlockRunCodeView, RowBoundary } = createView(React)
+      const { BlockRunCodeView, BlockSummaryView, RowBoundary } = createView(React)
       return {
         name: 'dsh-fold-ui',
         inject: ['slots'],
         apply (ctx) {
           ctx.slots.inject('tool.call.toolview', () => ctx.slots.register({ name: 'tool.call.toolview', key: TOOL_NAME }, BlockRunCodeView))
+          ctx.slots.inject('tool.call.toolview', () => ctx.slots.register({ name: 'tool.call.toolview', key: SUMMARY_TOOL_NAME }, BlockSummaryView))
         },
         TOOL_NAME,
+        SUMMARY_TOOL_NAME,
         BlockRunCodeView,
+        BlockSummaryView,
         RowBoundary,
         blockRowModel,
+        summaryRowModel,
       }
     },
   })

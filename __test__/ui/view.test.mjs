@@ -1,11 +1,12 @@
 /**
- * The browser half's `block_run_code` row (`client/client.js`), rendered by React 18.3.1 (the
- * host web UI's version) into happy-dom, in every lifecycle state a DSH 0.1.0-rc.8 tool tree
- * hands a keyed `tool.call.toolview` view: preparing (no arguments yet), running, dispatched
+ * The browser half's `block_run_code` row and `block_summary` card (`client/client.js`), rendered
+ * by React 18.3.1 (the host web UI's version) into happy-dom, in every lifecycle state a DSH
+ * 0.1.0-rc.8 tool tree hands a keyed `tool.call.toolview` view: preparing (no arguments yet), running, dispatched
  * (sub-calls under way), settled, failed, aborted (the tree's projection of an interrupted call),
  * and bad input (arguments that are not JSON, lack ids, carry the legacy `id`, have wrong types;
  * a call whose head fell outside the window; a slot value that is not a call at all; a block
- * whose getters throw). Each state must render without throwing and without a React warning,
+ * whose getters throw); for the summary card also its answers (queued, replaced N, refused, an
+ * output that is not the plugin's JSON). Each state must render without throwing and without a React warning,
  * the same markup every time, and the markup recorded in `fixtures/block-row.markup.json`
  * (collapsed and expanded); run with `UPDATE_MARKUP=1` to re-record after a deliberate change.
  * The shapes are rc.8's `RunningToolCall` / `ToolResultNode` (`@deepseek-ai/dsh-client-runtime`
@@ -57,13 +58,41 @@ const STATES = {
   numberBlock: { block: 42, state: 'running', phase: 'preparing', summary: 'call_1', expandable: false },
 }
 
+/** The nested `block_summary` card (a sub-call: `<root>:code:<n>`, as the tree hands it over). */
+const SUMMARY_ARGS = { ids: ['notes'], summary: 'notes.txt holds ZEBRA-42.\nOnly reporting remains.' }
+const sub = (block) => (block && typeof block === 'object' ? { ...block, callId: 'call_1:code:3', ...(block.call ? { call: { ...block.call, name: 'block_summary' } } : { name: 'block_summary' }) } : block)
+const answered = (value) => settled(args(SUMMARY_ARGS), { content: [{ type: 'text', text: JSON.stringify(value, null, 2) }] })
+const SUMMARY_STATES = {
+  summaryRunning: { block: sub(running(args(SUMMARY_ARGS))), state: 'running', phase: 'running', summary: '[notes] notes.txt holds ZEBRA-42.', expandable: true, input: SUMMARY_ARGS.summary },
+  summaryQueued: {
+    block: sub(answered({ replaced: 0, tokensFreed: 0, pending: true, requestSeq: 31, note: 'Queued: waiting for 1 tool call(s) in the range to return' })),
+    state: 'ok', phase: 'settled', summary: "[notes] queued: lands when the block's calls have returned", expandable: true, input: SUMMARY_ARGS.summary,
+  },
+  summaryReplaced: { block: sub(answered({ replaced: 3, tokensFreed: 346, ids: ['lexer'] })), state: 'ok', phase: 'settled', summary: '[notes] replaced 3 messages, ~346 tokens freed', expandable: true },
+  summaryReplacedOne: { block: sub(answered({ replaced: 1, tokensFreed: 12 })), state: 'ok', phase: 'settled', summary: '[notes] replaced 1 message, ~12 tokens freed', expandable: true },
+  summaryRefused: {
+    block: sub(settled(args({ ids: ['nope'], summary: 'x' }), { isError: true, content: [{ type: 'text', text: 'UNKNOWN_BLOCK: no open block nope; nothing was changed. Name ids your `block_run_code` calls carried.' }] })),
+    state: 'error', phase: 'failed', summary: 'UNKNOWN_BLOCK: no open block nope; nothing was changed. Name ids your `block_run_code` calls carried.', expandable: true,
+  },
+  summaryAborted: { block: sub(settled(args(SUMMARY_ARGS), { isError: true, content: [], error: { name: 'Interrupted', code: 'interrupted' } })), state: 'stopped', phase: 'aborted', summary: '[notes] notes.txt holds ZEBRA-42.', expandable: true },
+  summaryOddOutput: { block: sub(settled(args(SUMMARY_ARGS), { content: [{ type: 'text', text: 'not the plugin answer' }] })), state: 'ok', phase: 'settled', summary: '[notes] notes.txt holds ZEBRA-42.', expandable: true, output: 'not the plugin answer' },
+  summaryLegacyId: { block: sub(running(args({ id: 'notes', summary: 'Legacy' }))), state: 'running', phase: 'running', summary: '[notes] Legacy', expandable: true },
+  summaryNotJson: { block: sub(running('{"ids": ["notes"], "summary": "cut')), state: 'running', phase: 'running', summary: '{"ids": ["notes"], "summary": "cut', expandable: true, rawArgs: true },
+  summaryNoSummary: { block: sub(running(args({ ids: ['notes'] }))), state: 'running', phase: 'running', summary: '[notes] call_1', expandable: false },
+  summaryNullBlock: { block: null, state: 'running', phase: 'preparing', summary: 'call_1', expandable: false },
+}
+
 const { module: client, registrations, requested } = loadClient({ src: 'http://127.0.0.1/plugins/dsh-fold/ui/client.js?rev=abc123' })
 const View = client.BlockRunCodeView
-const props = (block) => ({ callId: 'call_1', toolName: 'block_run_code', block, openFile: () => {}, inspect: () => {} })
+const KINDS = {
+  run: { View, tool: 'block_run_code', marker: 'block-run-code', variant: 'code', title: 'Code' },
+  summary: { View: client.BlockSummaryView, tool: 'block_summary', marker: 'block-summary', variant: 'others', title: 'Block summary' },
+}
+const props = (block, toolName = 'block_run_code') => ({ callId: 'call_1', toolName, block, openFile: () => {}, inspect: () => {} })
 
 /** Render one state collapsed, then expanded (when it can be), and return both markups. */
-function markupOf (block) {
-  const { container, unmount } = render(h(View, props(block)))
+function markupOf (block, kind = KINDS.run) {
+  const { container, unmount } = render(h(kind.View, props(block, kind.tool)))
   const collapsed = container.innerHTML
   const row = container.querySelector('.dfb-row')
   if (row?.getAttribute('role') === 'button') click(row)
@@ -77,6 +106,7 @@ describe('client module: what the web UI loads', () => {
     assert.equal(registrations.length, 1)
     assert.equal(registrations[0].id, 'dsh-fold/ui')
     assert.deepEqual(requested, ['react'])
+    assert.deepEqual([client.TOOL_NAME, client.SUMMARY_TOOL_NAME], ['block_run_code', 'block_summary'])
     assert.deepEqual(client.inject, ['slots'])
     assert.equal(typeof client.apply, 'function')
   })
@@ -97,29 +127,34 @@ describe('client module: what the web UI loads', () => {
     }
   })
 
-  test('apply registers exactly one keyed tool view, for block_run_code', () => {
+  test('apply registers exactly two keyed tool views, for block_run_code and block_summary', () => {
     const calls = []
     const ctx = { slots: { inject: (name, make) => { calls.push(['inject', name]); make() }, register: (spec, component) => { calls.push(['register', spec, component]); return () => {} } } }
     client.apply(ctx)
-    assert.deepEqual(calls, [['inject', 'tool.call.toolview'], ['register', { name: 'tool.call.toolview', key: 'block_run_code' }, View]])
+    assert.deepEqual(calls, [
+      ['inject', 'tool.call.toolview'], ['register', { name: 'tool.call.toolview', key: 'block_run_code' }, View],
+      ['inject', 'tool.call.toolview'], ['register', { name: 'tool.call.toolview', key: 'block_summary' }, client.BlockSummaryView],
+    ])
   })
 })
 
-describe('the block_run_code row in every lifecycle state', () => {
+describe('the block_run_code row and the block_summary card in every lifecycle state', () => {
   const recorded = existsSync(MARKUP_FILE) ? JSON.parse(readFileSync(MARKUP_FILE, 'utf8')) : {}
   const fresh = {}
+  const ALL = { ...STATES, ...SUMMARY_STATES }
 
-  for (const [name, want] of Object.entries(STATES)) {
+  for (const [name, want] of Object.entries(ALL)) {
+    const kind = name in SUMMARY_STATES ? KINDS.summary : KINDS.run
     test(name, () => {
       reactErrors.length = 0
-      const { container, unmount } = render(h(View, props(want.block)))
-      const root = container.querySelector('[data-dsh-fold="block-run-code"]')
+      const { container, unmount } = render(h(kind.View, props(want.block, kind.tool)))
+      const root = container.querySelector(`[data-dsh-fold="${kind.marker}"]`)
       assert.ok(root, container.innerHTML)
-      assert.equal(root.getAttribute('data-variant'), 'code')
-      assert.equal(root.getAttribute('data-tool'), 'block_run_code')
+      assert.equal(root.getAttribute('data-variant'), kind.variant)
+      assert.equal(root.getAttribute('data-tool'), kind.tool)
       assert.equal(root.getAttribute('data-state'), want.state)
       assert.equal(root.getAttribute('data-phase'), want.phase)
-      assert.equal(root.querySelector('.dfb-title').textContent, 'Code')
+      assert.equal(root.querySelector('.dfb-title').textContent, kind.title)
       assert.equal(root.querySelector('.dfb-summary').textContent, want.summary)
       const row = root.querySelector('.dfb-row')
       assert.equal(row.getAttribute('role') === 'button', want.expandable)
@@ -133,7 +168,9 @@ describe('the block_run_code row in every lifecycle state', () => {
         assert.ok(body)
         const block = want.block
         const parsed = (() => { try { return JSON.parse(block.argsRaw ?? block.call?.argsRaw) } catch { return undefined } })()
-        if (typeof parsed?.code === 'string') assert.equal(body.querySelector('[data-program] code').textContent, parsed.code)
+        if (kind === KINDS.run && typeof parsed?.code === 'string') assert.equal(body.querySelector('[data-program] code').textContent, parsed.code)
+        if (kind === KINDS.summary) assert.equal(body.querySelector('[data-program]'), null)
+        if (want.input) assert.equal(body.querySelector('[data-input] .dfb-io-text').textContent, want.input)
         if (want.output) assert.equal(body.querySelector('[data-output] .dfb-io-text').textContent, want.output)
         if (want.rawArgs) assert.match(body.querySelector('[data-raw-args]').textContent, /Arguments are not valid JSON/)
         assert.equal(body.querySelector('.dfb-inspect').textContent, 'Inspect')
@@ -143,22 +180,25 @@ describe('the block_run_code row in every lifecycle state', () => {
       unmount()
       assert.deepEqual(reactErrors, [])
 
-      const first = markupOf(want.block)
-      assert.deepEqual(markupOf(want.block), first, 'the same props render the same markup')
+      const first = markupOf(want.block, kind)
+      assert.deepEqual(markupOf(want.block, kind), first, 'the same props render the same markup')
       fresh[name] = first
       if (!process.env.UPDATE_MARKUP) assert.deepEqual(first, recorded[name], `markup of ${name} changed; UPDATE_MARKUP=1 re-records it`)
     })
   }
 
   test('a block whose getters throw degrades to a plain row, never an empty slot', () => {
-    reactErrors.length = 0
-    const hostile = new Proxy({}, { get () { throw new Error('boom') }, has () { throw new Error('boom') } })
-    const { container, unmount } = render(h(View, props(hostile)))
-    const root = container.querySelector('[data-dsh-fold="block-run-code"]')
-    assert.equal(root.getAttribute('data-phase'), 'unrenderable')
-    assert.equal(root.querySelector('.dfb-summary').textContent, 'call_1')
-    unmount()
-    assert.deepEqual(reactErrors, [])
+    for (const kind of Object.values(KINDS)) {
+      reactErrors.length = 0
+      const hostile = new Proxy({}, { get () { throw new Error('boom') }, has () { throw new Error('boom') } })
+      const { container, unmount } = render(h(kind.View, props(hostile, kind.tool)))
+      const root = container.querySelector(`[data-dsh-fold="${kind.marker}"]`)
+      assert.equal(root.getAttribute('data-phase'), 'unrenderable')
+      assert.equal(root.querySelector('.dfb-title').textContent, kind.title)
+      assert.equal(root.querySelector('.dfb-summary').textContent, 'call_1')
+      unmount()
+      assert.deepEqual(reactErrors, [])
+    }
   })
 
   test('a render failure inside the row is caught by its boundary', () => {
@@ -174,9 +214,11 @@ describe('the block_run_code row in every lifecycle state', () => {
   })
 
   test('no props at all still renders a row', () => {
-    const { container, unmount } = render(h(View, null))
-    assert.equal(container.querySelector('.dfb-title').textContent, 'Code')
-    unmount()
+    for (const kind of Object.values(KINDS)) {
+      const { container, unmount } = render(h(kind.View, null))
+      assert.equal(container.querySelector('.dfb-title').textContent, kind.title)
+      unmount()
+    }
   })
 
   test('recorded markup covers exactly the states above', (t) => {
@@ -184,7 +226,7 @@ describe('the block_run_code row in every lifecycle state', () => {
       writeFileSync(MARKUP_FILE, JSON.stringify(fresh, null, 2) + '\n')
       t.diagnostic(`re-recorded ${MARKUP_FILE}`)
     }
-    assert.deepEqual(Object.keys(JSON.parse(readFileSync(MARKUP_FILE, 'utf8'))).sort(), Object.keys(STATES).sort())
+    assert.deepEqual(Object.keys(JSON.parse(readFileSync(MARKUP_FILE, 'utf8'))).sort(), Object.keys(ALL).sort())
   })
 })
 
