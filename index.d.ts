@@ -27,16 +27,6 @@ export interface RewindHost {
 }
 
 /**
- * A block-mode surface snapshot (format 2, `crates/fold-core/src/surface.rs`): the fixed-size
- * words and the id table they index. Built by `blockSnapshot(session)` in `dsh-fold/plugin/block-surface.js`.
- */
-export interface BlockSnapshot {
-  words: Uint32Array
-  /** Every block id the words refer to, each once. */
-  ids: string[]
-}
-
-/**
  * `planBlockSummary`'s answer: the commit to write now, or why the summary must wait (plan
  * again at the next session event: the range is computed again then).
  */
@@ -68,9 +58,9 @@ export interface BlockCommitPlan {
   /** The replaced nodes' seqs in model order (the shadowed seqs). */
   seqs: Uint32Array
   /** The ids the summary carries on: the range's ids minus the targets, in order of first appearance. */
-  remaining: Array<string>
+  remaining: string[]
   /** The targets, in request order. */
-  closed: Array<string>
+  closed: string[]
 }
 
 /** Stamps `markId` folded when it is the session's latest active mark; `false` changes nothing. */
@@ -159,7 +149,7 @@ export interface NewMark {
  * Plans a block summary of `targets` requested at log length `requestSeq`: what it replaces now,
  * or why it must wait. Pure and synchronous; writes nothing.
  */
-export declare function planBlockSummary(sessionId: string, snapshot: BlockSnapshot, targets: string[], requestSeq: number): BlockPlan
+export declare function planBlockSummary(sessionId: string, snapshot: Uint32Array, targets: string[], requestSeq: number): BlockPlan
 
 /** The commit-time check: does `snapshot` still select exactly `plan`'s region? */
 export declare function planMatches(plan: FoldPlan | FoldRegion, snapshot: Uint32Array): boolean

@@ -8,7 +8,7 @@ import { createRequire } from 'node:module'
 import path from 'node:path'
 import { describe, it } from 'node:test'
 
-import { blockSnapshot } from '../plugin/block-surface.js'
+import { blockSnapshot, describeBlockSession } from '../plugin/block-surface.js'
 import { surfaceSnapshot } from '../plugin/surface.js'
 import { SessionBuilder, createUserMessage, protocolProblems, tempStore } from './helpers/dsh.mjs'
 
@@ -340,20 +340,39 @@ describe('rejections: nothing changes', () => {
 })
 
 describe('blockSnapshot', () => {
-  it('describes each event once and catches up with appends; the snapshot is a fresh object each time', () => {
+  it('describes each event once and catches up with appends; each snapshot is a fresh array', () => {
     const b = seed()
     const one = blockSnapshot(b.session)
     const two = blockSnapshot(b.session)
+    assert.ok(one instanceof Uint32Array)
     assert.deepEqual(one, two)
-    assert.notEqual(one.words, two.words)
-    assert.notEqual(one.ids, two.ids, 'the id table is a copy: the caller may keep or change it')
-    two.ids.push('mutated')
-    assert.deepEqual(blockSnapshot(b.session).ids, ['A', 'B', 'C'])
+    assert.notEqual(one, two)
+    two.fill(0)
+    assert.deepEqual(blockSnapshot(b.session), one, 'a caller changing its copy changes nothing')
+    assert.deepEqual([one[0], one[1], one[3], one[4]], [2, b.seq, 3, b.session.surface.nodes.length], 'format, eventCount, ids, nodes')
     block(b, 'D')
     const three = blockSnapshot(b.session)
-    assert.deepEqual(three.ids, ['A', 'B', 'C', 'D'])
-    assert.equal(three.words[1], b.seq, 'eventCount is the log length')
-    assert.equal(three.words[4], b.session.surface.nodes.length)
+    assert.deepEqual([three[1], three[3]], [b.seq, 4])
+    assert.deepEqual(commitPlan(b, ['D']).closed, ['D'])
+  })
+
+  it('ids are compared and returned as exact UTF-16: lone surrogates stay distinct, any script works', () => {
+    const b = builder()
+    const high = step(b, [{ ids: ['\ud800', '块-🧱'] }])
+    const low = step(b, [{ ids: ['\udbff'] }])
+    const p = commitPlan(b, ['\ud800'])
+    assert.deepEqual(Array.from(p.seqs), [high.message, ...high.results])
+    assert.deepEqual([p.remaining, p.closed], [['块-🧱'], ['\ud800']])
+    assert.equal(commitPlan(b, ['\udbff']).start, low.message)
+    throwsCoded(() => plan(b, ['\udfff']), 'UNKNOWN_BLOCK')
+  })
+
+  it('describeBlockSession warms the cache: the next snapshot only reads the surface', () => {
+    const b = seed()
+    describeBlockSession(b.session)
+    block(b, 'E')
+    describeBlockSession(b.session)
+    assert.equal(commitPlan(b, ['E']).closed[0], 'E')
   })
 })
 
@@ -361,33 +380,31 @@ describe('bad arguments: INVALID_ARGUMENT naming them, thrown synchronously, not
   const b = seed()
   const good = () => blockSnapshot(b.session)
   const call = (...args) => () => fold.planBlockSummary(...args)
+  const SNAPSHOT = /snapshot must be a block snapshot \(the Uint32Array blockSnapshot\(session\) returns\)/
   const cases = [
     ['sessionId missing', call(undefined, good(), ['A'], 0), /sessionId must be a string, got undefined/],
     ['sessionId a number', call(7, good(), ['A'], 0), /sessionId must be a string, got the number 7/],
     ['sessionId empty', call('', good(), ['A'], 0), /sessionId must be a non-empty string/],
-    ['snapshot a Uint32Array (the v1 shape)', call('s', good().words, ['A'], 0), /snapshot must be a block snapshot \{words: Uint32Array, ids: string\[\]\}/],
-    ['snapshot null', call('s', null, ['A'], 0), /snapshot must be a block snapshot.*got null/],
-    ['snapshot an array', call('s', [], ['A'], 0), /snapshot must be a block snapshot/],
-    ['snapshot.words missing', call('s', { ids: [] }, ['A'], 0), /snapshot\.words must be a Uint32Array, got undefined/],
-    ['snapshot.words an Int32Array', call('s', { words: new Int32Array(good().words), ids: good().ids }, ['A'], 0), /snapshot\.words must be a Uint32Array/],
-    ['snapshot.words a plain array', call('s', { words: Array.from(good().words), ids: good().ids }, ['A'], 0), /snapshot\.words must be a Uint32Array/],
-    ['snapshot.ids missing', call('s', { words: good().words }, ['A'], 0), /snapshot\.ids must be an array of strings, got undefined/],
-    ['snapshot.ids with a number', call('s', { words: good().words, ids: ['A', 2, 'C'] }, ['A'], 0), /snapshot\.ids\[1\] must be a string, got the number 2/],
-    ['snapshot.ids one short', call('s', { words: good().words, ids: ['A', 'B'] }, ['A'], 0), /the words name 3 ids but 2 were passed/],
-    ['snapshot.ids repeated', call('s', { words: good().words, ids: ['A', 'B', 'A'] }, ['A'], 0), /ids 0 and 2 are both "A"/],
-    ['targets a string', call('s', good(), 'A', 0), /targets must be an array of strings, got a string/],
+    ['snapshot null', call('s', null, ['A'], 0), /got null/],
+    ['snapshot an object (the first draft\'s {words, ids})', call('s', { words: good(), ids: ['A'] }, ['A'], 0), SNAPSHOT],
+    ['snapshot an Int32Array', call('s', new Int32Array(good()), ['A'], 0), SNAPSHOT],
+    ['snapshot a plain array', call('s', Array.from(good()), ['A'], 0), SNAPSHOT],
+    ['snapshot a string', call('s', 'words', ['A'], 0), /got a string/],
+    ['targets a string', call('s', good(), 'A', 0), /targets must be an array of block id strings, got a string/],
     ['targets with null', call('s', good(), ['A', null], 0), /targets\[1\] must be a string, got null/],
     ['targets empty', call('s', good(), [], 0), /targets must name at least one block id/],
     ['targets with an empty id', call('s', good(), [''], 0), /targets\[0\] is an empty string/],
-    ['targets repeated', call('s', good(), ['A', 'A'], 0), /targets\[1\] repeats targets\[0\]/],
+    ['targets repeated', call('s', good(), ['A', 'A'], 0), /targets\[1\] repeats targets\[0\] \("A"\)/],
     ['requestSeq missing', call('s', good(), ['A']), /requestSeq must be a number, got undefined/],
     ['requestSeq negative', call('s', good(), ['A'], -1), /requestSeq must be an integer from 0/],
     ['requestSeq fractional', call('s', good(), ['A'], 1.5), /requestSeq must be an integer/],
     ['requestSeq NaN', call('s', good(), ['A'], NaN), /requestSeq must be an integer/],
     ['requestSeq past the log', call('s', good(), ['A'], 10_000), /requestSeq 10000 is past the log's length/],
-    ['words of format 1', call('s', { words: surfaceSnapshot(b.session), ids: [] }, ['A'], 0), /invalid block snapshot: format 1 \(block mode reads 2\)/],
-    ['words cut short', call('s', { words: good().words.subarray(0, 9), ids: good().ids }, ['A'], 0), /invalid block snapshot: /],
-    ['words with an unknown flag', call('s', { words: Object.assign(good().words, { 2: 8 }), ids: good().ids }, ['A'], 0), /unknown header flags 0x8/],
+    ['a v1 (rewind) snapshot', call('s', surfaceSnapshot(b.session), ['A'], 0), /invalid block snapshot: format 1 \(block mode reads 2\)/],
+    ['words cut short', call('s', good().subarray(0, 9), ['A'], 0), /invalid block snapshot: /],
+    ['words with an unknown flag', call('s', Object.assign(good(), { 2: 8 }), ['A'], 0), /unknown header flags 0x8/],
+    ['words naming one id fewer', call('s', Object.assign(good(), { 3: 2 }), ['A'], 0), /set 2 names id 2, not below the 2 ids/],
+    ['words with a trailing word', call('s', Uint32Array.from([...good(), 0]), ['A'], 0), /1 words left after the id table/],
   ]
   for (const [what, fn, re] of cases) {
     it(what, () => {
@@ -446,8 +463,8 @@ describe('the lock a rewind holds, and v1 beside v2', () => {
     const region = fold.selectRegion(v1, 1)
     assert.deepEqual(Array.from(region.seqs), b.session.surface.nodes.slice(1))
     const v2 = blockSnapshot(b.session)
-    assert.equal(v2.words[0], 2)
-    throwsCoded(() => fold.selectRegion(v2.words, 1), 'INVALID_ARGUMENT', /format 2 \(this build reads 1\)/)
+    assert.equal(v2[0], 2)
+    throwsCoded(() => fold.selectRegion(v2, 1), 'INVALID_ARGUMENT', /format 2 \(this build reads 1\)/)
     assert.equal(plan(b, ['B']).status, 'commit')
   })
 })

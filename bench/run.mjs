@@ -11,7 +11,7 @@
  *   npm run bench -- --out FILE.md     another report path
  *   node bench/run.mjs --render        re-render the report from its JSON (after editing NOTES.md)
  *
- * Sections: fold (figure 1), has-active (2), mark (3), concurrent (4), load (5).
+ * Sections: fold (figure 1), has-active (2), mark (3), concurrent (4), load (5), block (6).
  * Method notes: bench/README.md.
  */
 import { execFileSync, spawnSync } from 'node:child_process'
@@ -23,7 +23,7 @@ import { BENCH_DIR, ROOT, parseArgs } from './lib/common.mjs'
 import { fmtSpread, fmtUs, fmtX } from './lib/stats.mjs'
 
 const { quick, opts } = parseArgs()
-const SECTIONS = ['fold', 'has-active', 'mark', 'concurrent', 'load']
+const SECTIONS = ['fold', 'has-active', 'mark', 'concurrent', 'load', 'block']
 const only = typeof opts.only === 'string' ? opts.only.split(',') : SECTIONS
 for (const s of only) if (!SECTIONS.includes(s)) throw new Error(`unknown section ${s}; sections: ${SECTIONS.join(', ')}`)
 
@@ -222,6 +222,18 @@ function render(meta, R) {
       C.ratio >= 5 ? verdict(true) : `${verdict(false)} by ${fmtX(5 / C.ratio)}`,
     ])
   }
+  const B = R.block
+  if (B) {
+    for (const s of B.shapes) {
+      const m = s.warm.total.median
+      rows.push([
+        `6. plan a block summary, ${s.events} events, ${s.name} (warm)`,
+        `≤ ${fmtUs(B.target.medianUs)} median`,
+        `${fmtSpread(s.warm.total)}; first call ${fmtUs(s.first.total.median)}`,
+        m <= B.target.medianUs ? verdict(true) : `${verdict(false)} by ${fmtX(m / B.target.medianUs)}`,
+      ])
+    }
+  }
   if (rows.length) {
     L.push('## Targets', '')
     L.push('| figure | target | measured | |', '|---|---|---|---|')
@@ -328,6 +340,26 @@ function render(meta, R) {
     L.push(`| first async call (starts the async runtime; a durable mark on tmpfs) | ${ms(a.firstAsyncMs)} | ${kib(a.rssAsyncKiB)} |`)
     L.push(`| import the whole plugin bundle instead (plugin/index.js) | ${ms(LD.plugin.importMs)} | ${kib(LD.plugin.rssImportKiB)} |`)
     L.push('')
+  }
+
+  // ---- 6. block mode, planning
+  if (B) {
+    L.push('## 6. Planning a block summary', '')
+    L.push(
+      'One synchronous call path on the JS thread: `blockSnapshot(session)` (the v2 snapshot from per-event facts cached per session) then `planBlockSummary` (decode, validate, the rules), for the normal case: the current block closed from inside its last program, right after that result landed. ' +
+        '**warm**: the encoder described the session before (it plans at every `block_summary`); **first call**: a fresh replay the encoder never saw (the first summary after a restore or fork; the very first in the process shown apart). ' +
+        'Baselines interleaved with the warm plans: the rewind\'s own synchronous planning on the same session (`surfaceSnapshot` + `selectRegion`), and one plain JS pass reading each surface node\'s event. Method: bench/block.mjs.',
+      '',
+    )
+    L.push('| session | surface nodes | ids | replaced | warm: total | snapshot | plan | first call | first in process | rewind\'s selectRegion | JS pass over the surface | warm / selectRegion |')
+    L.push('|---|---|---|---|---|---|---|---|---|---|---|---|')
+    for (const s of B.shapes) {
+      L.push(
+        `| ${s.events} events, ${s.name} | ${s.surfaceNodes} (${s.summaries} summaries) | ${s.ids} | ${s.replaced} | ${fmtSpread(s.warm.total)} | ${fmtSpread(s.warm.snapshot)} | ${fmtSpread(s.warm.plan)} | ${fmtSpread(s.first.total)} | ${fmtUs(s.first.firstInProcess)} | ` +
+          `${fmtSpread(s.baseline.rewindSelect)} | ${fmtSpread(s.baseline.jsPass)} | ${fmtX(s.warm.total.median / s.baseline.rewindSelect.median)} |`,
+      )
+    }
+    L.push('', `Repetitions: ${B.shapes.map((/** @type {any} */ s) => `${s.warm.n} warm, ${s.first.n} first calls`).join('; ')}.`, '')
   }
 
   if (!meta.quick) {

@@ -1,8 +1,9 @@
 /**
  * @module plugin/block-surface
- * Describes a real DSH `Session`'s surface to the block planner: the version 2 snapshot
- * (`{words, ids}`, format documented in `crates/fold-core/src/surface.rs`) that the addon's
- * `planBlockSummary` reads.
+ * Describes a real DSH `Session`'s surface to the block planner: the version 2 snapshot (one
+ * `Uint32Array`, format documented in `crates/fold-core/src/surface.rs`) that the addon's
+ * `planBlockSummary` reads. Block ids travel inside it as their UTF-16 code units, so no string
+ * crosses into the addon and two distinct ids never become one.
  *
  * It reads facts only — each block call's `ids` (or legacy `id`) from its assistant message's
  * tool-call arguments (none for arguments the plugin refuses), the ids a block summary carries (`source.blockPtc.remaining`), whether a
@@ -85,6 +86,9 @@ class BlockDescriptors {
   ids = []
   /** @type {Map<string, number>} */
   idIndex = new Map()
+  /** the id table in wire form: each id's UTF-16 length, then its code units two to a word */
+  idWords = new Uint32Array(64)
+  idWordsUsed = 0
   /** @type {Map<string, number>} a set's members, joined → its number + 1 */
   setNumber = new Map()
   /** @type {number[][]} each set's members */
@@ -133,6 +137,7 @@ class BlockDescriptors {
         i = this.ids.length
         this.ids.push(id)
         this.idIndex.set(id, i)
+        this.packId(id)
       }
       return i
     })
@@ -155,6 +160,25 @@ class BlockDescriptors {
       this.setWordsUsed += members.length
     }
     return number
+  }
+
+  /** @param {string} id */
+  packId(id) {
+    const need = this.idWordsUsed + 1 + Math.ceil(id.length / 2)
+    if (need > this.idWords.length) {
+      let cap = this.idWords.length
+      while (cap < need) cap *= 2
+      const next = new Uint32Array(cap)
+      next.set(this.idWords.subarray(0, this.idWordsUsed))
+      this.idWords = next
+    }
+    const w = this.idWords
+    let at = this.idWordsUsed
+    w[at++] = id.length
+    for (let u = 0; u < id.length; u += 2) {
+      w[at++] = id.charCodeAt(u) | (u + 1 < id.length ? id.charCodeAt(u + 1) << 16 : 0)
+    }
+    this.idWordsUsed = at
   }
 
   /**
@@ -276,13 +300,13 @@ export function describeBlockSession(session, { blockToolName = 'block_run_code'
  *   `blockToolName`: the tool whose calls carry block ids (default `block_run_code`);
  *   `isProtected`: which surface events no summary may replace (default: system/developer
  *   messages, see the module docs); called once per event, so it must depend on the event only
- * @returns {import('../index.js').BlockSnapshot}
+ * @returns {Uint32Array}
  */
 export function blockSnapshot(session, { blockToolName = 'block_run_code', isProtected = isSystemMessage } = {}) {
   const d = descriptorsOf(session, blockToolName, isProtected)
   const nodes = session.surface.nodes
   const n = nodes.length
-  const words = new Uint32Array(5 + n * 4 + 1 + d.setWordsUsed)
+  const words = new Uint32Array(5 + n * 4 + 1 + d.setWordsUsed + d.idWordsUsed)
   words[0] = FORMAT
   words[1] = d.size
   words[2] = d.compactionOpen ? OPEN_COMPACTION : 0
@@ -299,5 +323,6 @@ export function blockSnapshot(session, { blockToolName = 'block_run_code', isPro
   }
   words[w++] = d.sets.length
   words.set(d.setWords.subarray(0, d.setWordsUsed), w)
-  return { words, ids: d.ids.slice() }
+  words.set(d.idWords.subarray(0, d.idWordsUsed), w + d.setWordsUsed)
+  return words
 }

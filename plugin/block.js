@@ -35,7 +35,7 @@ import { addon } from './addon.js'
 import { blockIdsOrNone, codedError, normalizeBlockIds, normalizeSummary, normalizeTimeout } from './block-args.js'
 import { writeCommit, writeFailure } from './block-commit.js'
 import { SessionBlocks } from './block-log.js'
-import { blockSnapshot } from './block-surface.js'
+import { blockSnapshot, describeBlockSession } from './block-surface.js'
 
 /**
  * @typedef {object} BlockConfig
@@ -148,7 +148,7 @@ class BlockMode {
   #sessions = new WeakMap()
   /** @type {WeakSet<object>} sessions with a drain already scheduled */
   #scheduled = new WeakSet()
-  /** @type {{estimateMessage(message: any): number, measure(session: any): any} | undefined} */
+  /** @type {{estimateMessage(message: any): number} | undefined} DSH's token meter's estimator, when mounted */
   meter = undefined
 
   /** @param {any} ctx @param {BlockConfig} config */
@@ -245,9 +245,16 @@ class BlockMode {
     }
   }
 
-  /** Rebuilds a session's pending requests from its log and tries them. @param {any} session */
+  /**
+   * Rebuilds a session's pending requests from its log and tries them. The planner's encoder
+   * reads the log here too, so a restored or forked session's first summary does not pay for
+   * describing its whole history.
+   * @param {any} session
+   */
   recover(session) {
-    if (this.stateOf(session).queue.size > 0) this.schedule(session)
+    const state = this.stateOf(session)
+    describeBlockSession(session, { blockToolName: this.config.toolName })
+    if (state.queue.size > 0) this.schedule(session)
   }
 
   /** @param {any} session @param {any} event */
@@ -270,7 +277,10 @@ export function apply(ctx, config) {
 
   // DSH's token meter prices the commit when the host mounts one (dsh-base does).
   ctx.inject(['tokenMeter'], (/** @type {any} */ meterCtx) => {
-    const meter = meterCtx.tokenMeter
+    const service = meterCtx.tokenMeter
+    // Taken from the service once: each call through cordis's service proxy costs ~2.5 µs,
+    // and a commit prices every replaced node.
+    const meter = { estimateMessage: service.estimateMessage.bind(service) }
     meterCtx.effect(() => {
       mode.meter = meter
       return () => {

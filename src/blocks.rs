@@ -2,6 +2,7 @@
 //! Every rule is in `fold_core::blocks`; every bad argument is an `INVALID_ARGUMENT` that names it.
 
 use fold_core::blocks::{self, Plan};
+use fold_core::surface::BlockId;
 use fold_core::FoldError;
 use napi::bindgen_prelude::*;
 use napi::{Env, ValueType};
@@ -22,16 +23,23 @@ pub struct BlockCommitPlan {
     /// The replaced nodes' seqs in model order (the shadowed seqs).
     pub seqs: Uint32Array,
     /// The ids the summary carries on: the range's ids minus the targets, in order of first appearance.
-    pub remaining: Vec<String>,
+    #[napi(ts_type = "string[]")]
+    pub remaining: Vec<Utf16String>,
     /// The targets, in request order.
-    pub closed: Vec<String>,
+    #[napi(ts_type = "string[]")]
+    pub closed: Vec<Utf16String>,
 }
 
-/// Reads an array of strings; `name` names the argument in errors (`targets`, `snapshot.ids`).
-fn strings(v: &Unknown<'_>, name: &str) -> napi::Result<CoreResult<Vec<String>>> {
+/// Ids leave as the exact UTF-16 they arrived in (lone surrogates included).
+fn to_js(ids: Vec<BlockId>) -> Vec<Utf16String> {
+    ids.into_iter().map(|id| Utf16String::from(id.0)).collect()
+}
+
+/// Reads `targets`: an array of strings, kept as exact UTF-16.
+fn targets(v: &Unknown<'_>) -> napi::Result<CoreResult<Vec<BlockId>>> {
     if v.get_type()? != ValueType::Object || !v.is_array()? {
         return Ok(Err(FoldError::invalid(format!(
-            "{name} must be an array of strings, got {}",
+            "targets must be an array of block id strings, got {}",
             describe(v)?
         ))));
     }
@@ -42,36 +50,26 @@ fn strings(v: &Unknown<'_>, name: &str) -> napi::Result<CoreResult<Vec<String>>>
         let item: Unknown = array.get_element(i)?;
         if item.get_type()? != ValueType::String {
             return Ok(Err(FoldError::invalid(format!(
-                "{name}[{i}] must be a string, got {}",
+                "targets[{i}] must be a string, got {}",
                 describe(&item)?
             ))));
         }
-        out.push(cast::<String>(&item)?);
+        out.push(BlockId(cast::<Utf16String>(&item)?.to_vec()));
     }
     Ok(Ok(out))
 }
 
-/// Reads `{words: Uint32Array, ids: string[]}`.
-fn snapshot(v: &Unknown<'_>) -> napi::Result<CoreResult<(Vec<u32>, Vec<String>)>> {
-    if v.get_type()? != ValueType::Object || v.is_array()? || v.is_typedarray()? {
-        return Ok(Err(FoldError::invalid(format!(
-            "snapshot must be a block snapshot {{words: Uint32Array, ids: string[]}} (blockSnapshot(session)), got {}",
-            describe(v)?
-        ))));
-    }
-    let obj = cast::<Object>(v)?;
-    let words: Unknown = obj.get_named_property("words")?;
-    let words = match convert::snapshot(&words)? {
-        Ok(w) => w,
-        Err(_) => {
-            return Ok(Err(FoldError::invalid(format!(
-                "snapshot.words must be a Uint32Array, got {}",
-                describe(&words)?
-            ))))
+/// Reads the snapshot: a `Uint32Array`, borrowed for this call (never copied).
+fn snapshot<'e>(v: &Unknown<'e>) -> napi::Result<CoreResult<Uint32ArraySlice<'e>>> {
+    if v.get_type()? == ValueType::Object && v.is_typedarray()? {
+        if let Ok(words) = cast::<Uint32ArraySlice>(v) {
+            return Ok(Ok(words));
         }
-    };
-    let ids: Unknown = obj.get_named_property("ids")?;
-    Ok(strings(&ids, "snapshot.ids")?.map(|ids| (words, ids)))
+    }
+    Ok(Err(FoldError::invalid(format!(
+        "snapshot must be a block snapshot (the Uint32Array blockSnapshot(session) returns), got {}",
+        describe(v)?
+    ))))
 }
 
 /// Unwraps a conversion result or throws its coded error.
@@ -87,7 +85,7 @@ macro_rules! arg {
 /// Plans a block summary of `targets` requested at log length `requestSeq`: what it replaces now,
 /// or why it must wait. Pure and synchronous; writes nothing.
 #[napi(
-    ts_args_type = "sessionId: string, snapshot: BlockSnapshot, targets: string[], requestSeq: number",
+    ts_args_type = "sessionId: string, snapshot: Uint32Array, targets: string[], requestSeq: number",
     ts_return_type = "BlockPlan"
 )]
 pub fn plan_block_summary<'e>(
@@ -98,10 +96,10 @@ pub fn plan_block_summary<'e>(
     request_seq: Unknown<'e>,
 ) -> napi::Result<Object<'e>> {
     let session_id = arg!(env, convert::string(&session_id, "sessionId"));
-    let (words, ids) = arg!(env, self::snapshot(&snapshot));
-    let targets = arg!(env, strings(&targets, "targets"));
+    let words = arg!(env, self::snapshot(&snapshot));
+    let targets = arg!(env, self::targets(&targets));
     let request_seq = arg!(env, convert::integer(&request_seq, "requestSeq", MAX_REQUEST_SEQ));
-    let plan = blocks::plan_session(&session_id, &words, ids, &targets, request_seq).map_err(|e| throw(env, &e))?;
+    let plan = blocks::plan_session(&session_id, &words, &targets, request_seq).map_err(|e| throw(env, &e))?;
 
     let mut out = Object::new(env)?;
     match plan {
@@ -113,8 +111,8 @@ pub fn plan_block_summary<'e>(
                     start: c.start(),
                     end: c.end(),
                     seqs: Uint32Array::new(c.seqs),
-                    remaining: c.remaining,
-                    closed: c.closed,
+                    remaining: to_js(c.remaining),
+                    closed: to_js(c.closed),
                 },
             )?;
         }

@@ -27,16 +27,6 @@ export interface RewindHost {
 }
 
 /**
- * A block-mode surface snapshot (format 2, `crates/fold-core/src/surface.rs`): the fixed-size
- * words and the id table they index. Built by `blockSnapshot(session)` in `dsh-fold/plugin/block-surface.js`.
- */
-export interface BlockSnapshot {
-  words: Uint32Array
-  /** Every block id the words refer to, each once. */
-  ids: string[]
-}
-
-/**
  * `planBlockSummary`'s answer: the commit to write now, or why the summary must wait (plan
  * again at the next session event: the range is computed again then).
  */

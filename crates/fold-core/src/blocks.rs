@@ -41,7 +41,7 @@
 
 use crate::error::{FoldError, Result};
 use crate::locks::{session_locks, SessionLocks};
-use crate::surface::{BlockSurface, Kind, Provenance};
+use crate::surface::{BlockId, BlockSurface, Kind, Provenance};
 
 /// What a summary replaces right now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,9 +52,9 @@ pub struct Commit {
     /// The replaced nodes' seqs in model order (the shadowed seqs).
     pub seqs: Vec<u32>,
     /// The ids the summary carries on: the range's ids minus the targets.
-    pub remaining: Vec<String>,
+    pub remaining: Vec<BlockId>,
     /// The targets, as requested.
-    pub closed: Vec<String>,
+    pub closed: Vec<BlockId>,
 }
 
 impl Commit {
@@ -115,12 +115,12 @@ fn list<T: std::fmt::Display>(items: impl IntoIterator<Item = T>) -> String {
     }
 }
 
-fn quoted<'a>(ids: impl IntoIterator<Item = &'a str>) -> String {
+fn quoted<'a>(ids: impl IntoIterator<Item = &'a BlockId>) -> String {
     list(ids.into_iter().map(|id| format!("{id:?}")))
 }
 
 /// Targets must be a non-empty list of non-empty, distinct ids.
-fn check_targets(targets: &[String]) -> Result<()> {
+fn check_targets(targets: &[BlockId]) -> Result<()> {
     if targets.is_empty() {
         return Err(FoldError::invalid("targets must name at least one block id"));
     }
@@ -151,7 +151,7 @@ fn attributed(surface: &BlockSurface, i: usize) -> Option<u32> {
 /// # Errors
 /// `INVALID_ARGUMENT` (bad targets, `request_seq` past the log), `UNKNOWN_BLOCK`, `PROTECTED`,
 /// `STALE`, as the module docs say. Nothing is changed by any outcome: the host commits.
-pub fn plan(surface: &BlockSurface, targets: &[String], request_seq: u64, rewind_running: bool) -> Result<Plan> {
+pub fn plan(surface: &BlockSurface, targets: &[BlockId], request_seq: u64, rewind_running: bool) -> Result<Plan> {
     check_targets(targets)?;
     if request_seq > u64::from(surface.event_count) {
         return Err(FoldError::invalid(format!(
@@ -163,10 +163,10 @@ pub fn plan(surface: &BlockSurface, targets: &[String], request_seq: u64, rewind
     let late = |seq: u32| u64::from(seq) >= request_seq;
 
     // Which id index is which target.
-    let mut target_of = vec![None; surface.ids.len()];
+    let mut target_of = vec![None; surface.id_count()];
     for (t, target) in targets.iter().enumerate() {
-        if let Some(k) = surface.ids.iter().position(|id| id == target) {
-            target_of[k] = Some(t);
+        if let Some(k) = (0..surface.id_count() as u32).find(|&k| surface.id(k) == target.units()) {
+            target_of[k as usize] = Some(t);
         }
     }
     let hits_target = |k: u32| surface.set(k).iter().any(|m| target_of[*m as usize].is_some());
@@ -200,10 +200,7 @@ pub fn plan(surface: &BlockSurface, targets: &[String], request_seq: u64, rewind
         })
         .collect();
 
-    let unknown: Vec<&str> = (0..targets.len())
-        .filter(|&t| !found[t])
-        .map(|t| targets[t].as_str())
-        .collect();
+    let unknown: Vec<&BlockId> = (0..targets.len()).filter(|&t| !found[t]).map(|t| &targets[t]).collect();
     let (first, last) = match ends {
         Some(ends) if unknown.is_empty() => ends,
         _ => {
@@ -260,7 +257,7 @@ pub fn plan(surface: &BlockSurface, targets: &[String], request_seq: u64, rewind
             "the range of block(s) {} (surface seqs {} to {}) crosses {} protected message(s) (seq {}), \
              which no summary may replace; nothing was changed. Summarize blocks that do not span it, \
              or continue without summarizing",
-            quoted(targets.iter().map(String::as_str)),
+            quoted(targets),
             nodes[start].seq,
             nodes[end - 1].seq,
             protected.len(),
@@ -275,7 +272,7 @@ pub fn plan(surface: &BlockSurface, targets: &[String], request_seq: u64, rewind
              written (requested at log length {request_seq}); nothing was changed. Read it, then call \
              block_summary again with a summary that keeps its requests and constraints",
             nodes[i].seq,
-            quoted(targets.iter().map(String::as_str)),
+            quoted(targets),
         )));
     }
     let late_inside = range
@@ -314,15 +311,14 @@ pub fn plan(surface: &BlockSurface, targets: &[String], request_seq: u64, rewind
     }
 
     // 8. commit.
-    let mut carried = vec![false; surface.ids.len()];
+    let mut carried = vec![false; surface.id_count()];
     let mut remaining = Vec::new();
     for i in range.clone() {
         let Some(k) = attributed(surface, i) else { continue };
         for &m in surface.set(k) {
-            let m = m as usize;
-            if target_of[m].is_none() && !carried[m] {
-                carried[m] = true;
-                remaining.push(surface.ids[m].clone());
+            if target_of[m as usize].is_none() && !carried[m as usize] {
+                carried[m as usize] = true;
+                remaining.push(surface.block_id(m));
             }
         }
     }
@@ -335,18 +331,18 @@ pub fn plan(surface: &BlockSurface, targets: &[String], request_seq: u64, rewind
     }))
 }
 
-fn stale_replacement(targets: &[String], seq: u32) -> FoldError {
+fn stale_replacement(targets: &[BlockId], seq: u32) -> FoldError {
     FoldError::Stale(format!(
         "another compaction (seq {seq}) replaced part of block(s) {} after this summary was requested; \
          nothing was changed. Read the context as it is now and summarize again if the blocks are still there",
-        quoted(targets.iter().map(String::as_str)),
+        quoted(targets),
     ))
 }
 
-fn unknown_block(surface: &BlockSurface, unknown: &[&str]) -> FoldError {
+fn unknown_block(surface: &BlockSurface, unknown: &[&BlockId]) -> FoldError {
     // The blocks a summary could close now, in order of first appearance, and the unknown ids
     // some earlier replacement covered (those blocks are gone, not misspelled).
-    let mut open = vec![false; surface.ids.len()];
+    let mut open = vec![false; surface.id_count()];
     let mut order = Vec::new();
     let mut covered = Vec::new();
     for i in 0..surface.nodes.len() {
@@ -354,15 +350,15 @@ fn unknown_block(surface: &BlockSurface, unknown: &[&str]) -> FoldError {
             for &m in surface.set(k) {
                 if !open[m as usize] {
                     open[m as usize] = true;
-                    order.push(surface.ids[m as usize].as_str());
+                    order.push(surface.block_id(m));
                 }
             }
         }
         let node = &surface.nodes[i];
         if let (Provenance::Replacement, Some(k)) = (node.provenance, node.set) {
-            for id in unknown {
-                if !covered.contains(id) && surface.set(k).iter().any(|m| surface.ids[*m as usize] == *id) {
-                    covered.push(*id);
+            for &id in unknown {
+                if !covered.contains(&id) && surface.set(k).iter().any(|m| surface.id(*m) == id.units()) {
+                    covered.push(id);
                 }
             }
         }
@@ -370,7 +366,7 @@ fn unknown_block(surface: &BlockSurface, unknown: &[&str]) -> FoldError {
     let open = if order.is_empty() {
         "no block is open on the context".to_owned()
     } else {
-        format!("the open blocks are {}", quoted(order))
+        format!("the open blocks are {}", quoted(&order))
     };
     let gone = if covered.is_empty() {
         String::new()
@@ -395,14 +391,13 @@ pub fn plan_with_locks(
     locks: &SessionLocks,
     session_id: &str,
     words: &[u32],
-    ids: Vec<String>,
-    targets: &[String],
+    targets: &[BlockId],
     request_seq: u64,
 ) -> Result<Plan> {
     if session_id.is_empty() {
         return Err(FoldError::invalid("sessionId must be a non-empty string"));
     }
-    let surface = BlockSurface::decode(words, ids)?;
+    let surface = BlockSurface::decode(words)?;
     plan(&surface, targets, request_seq, locks.is_held(session_id))
 }
 
@@ -410,12 +405,6 @@ pub fn plan_with_locks(
 ///
 /// # Errors
 /// As [`plan_with_locks`].
-pub fn plan_session(
-    session_id: &str,
-    words: &[u32],
-    ids: Vec<String>,
-    targets: &[String],
-    request_seq: u64,
-) -> Result<Plan> {
-    plan_with_locks(session_locks(), session_id, words, ids, targets, request_seq)
+pub fn plan_session(session_id: &str, words: &[u32], targets: &[BlockId], request_seq: u64) -> Result<Plan> {
+    plan_with_locks(session_locks(), session_id, words, targets, request_seq)
 }

@@ -21,14 +21,14 @@
 //!     seq, markId, foldedNodes, startSeq, endSeq, foldedChars
 //! ```
 //!
-//! Version 2 (block mode) travels with an id table, `ids: string[]`, each block id once; the
-//! words refer to ids by their index in it:
+//! Version 2 (block mode) carries its own id table (each block id once) after the id sets; the
+//! sets name ids by their index in it:
 //!
 //! ```text
 //! [0] FORMAT (= 2)
 //! [1] eventCount      the session log's length now; every seq is below it
 //! [2] flags           bit 0: OPEN_COMPACTION, a `compaction/start` has no `compaction/end` yet
-//! [3] I               the id table's length (checked against the table passed beside)
+//! [3] I               ids in the id table
 //! [4] N               surface nodes, in model order, 4 words each:
 //!     seq             the event's seq
 //!     meta            bits 0-1: kind (0 other, 1 user, 2 assistant, 3 tool result)
@@ -42,7 +42,14 @@
 //!                     assistant: the ids of its block calls, call after call (repeats allowed);
 //!                     BLOCK_SUMMARY: the ids it carries; REPLACEMENT: the ids of what it covered
 //! [..] S              id sets, each: its length L >= 1, then L indexes into the id table
+//! [..]                the id table, I ids, each: its length U >= 1 in UTF-16 code units, then
+//!                     ceil(U / 2) words, two code units each (the first in the low half; an odd
+//!                     length leaves the last high half 0)
 //! ```
+//!
+//! Ids travel as the UTF-16 code units JS holds, and stay so ([`BlockId`]): a JS string may hold
+//! lone surrogates that UTF-8 cannot, and two distinct ids must never become one. Packing them
+//! into the words keeps the whole snapshot one array, read without converting a string.
 //!
 //! The v2 words are facts read off the log (a call's arguments, a summary's metadata, a result's
 //! call); every rule that turns them into a block's messages lives in [`crate::blocks`].
@@ -481,14 +488,48 @@ impl Linked for BlockNode {
     }
 }
 
+/// A block id exactly as JS holds it: UTF-16 code units (lone surrogates included). Shown lossily
+/// (U+FFFD for a lone surrogate) in messages only.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct BlockId(pub Vec<u16>);
+
+impl BlockId {
+    pub fn units(&self) -> &[u16] {
+        &self.0
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl From<&str> for BlockId {
+    fn from(s: &str) -> Self {
+        Self(s.encode_utf16().collect())
+    }
+}
+
+impl std::fmt::Display for BlockId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&String::from_utf16_lossy(&self.0))
+    }
+}
+
+impl std::fmt::Debug for BlockId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", String::from_utf16_lossy(&self.0))
+    }
+}
+
 /// A validated v2 snapshot with its id table and pairing indexes.
 #[derive(Debug, Clone)]
 pub struct BlockSurface {
     pub event_count: u32,
     /// A compaction (of any producer) holds the session's compaction lock.
     pub open_compaction: bool,
-    /// The id table: every id string the sets refer to, each once.
-    pub ids: Vec<String>,
+    /// The id table: every id's UTF-16 code units, one after the other, and where each is.
+    id_units: Vec<u16>,
+    id_ranges: Vec<std::ops::Range<usize>>,
     pub nodes: Vec<BlockNode>,
     /// Each set as a range of `members`.
     sets: Vec<std::ops::Range<usize>>,
@@ -502,15 +543,15 @@ fn bad_block(what: impl std::fmt::Display) -> FoldError {
 }
 
 impl BlockSurface {
-    /// Decodes and validates a v2 snapshot; `ids` is the id table passed beside the words.
+    /// Decodes and validates a v2 snapshot.
     ///
     /// # Errors
     /// `INVALID_ARGUMENT` naming the first problem: the v1 checks (format, lengths, seqs, kinds,
     /// links, pairing) plus unknown header or node flags, flags on the wrong kind (only a user
     /// node is user-authored or a block summary; an assistant node is never another producer's
     /// replacement), more than one provenance flag, an id set on a node whose kind carries none,
-    /// a set index or id index out of range, an empty set, and an empty or repeated id string.
-    pub fn decode(words: &[u32], ids: Vec<String>) -> Result<Self> {
+    /// a set index or id index out of range, an empty set, an empty, repeated or badly packed id.
+    pub fn decode(words: &[u32]) -> Result<Self> {
         if words.len() < BLOCK_HEADER_WORDS {
             return Err(bad_block(format!("{} words, shorter than the header", words.len())));
         }
@@ -525,24 +566,7 @@ impl BlockSurface {
         if flags & !HEADER_FLAGS != 0 {
             return Err(bad_block(format!("unknown header flags {:#x}", flags & !HEADER_FLAGS)));
         }
-        if words[3] as usize != ids.len() {
-            return Err(bad_block(format!(
-                "the words name {} ids but {} were passed",
-                words[3],
-                ids.len()
-            )));
-        }
-        let mut index = HashMap::with_capacity(ids.len());
-        for (i, id) in ids.iter().enumerate() {
-            if id.is_empty() {
-                return Err(bad_block(format!("id {i} is an empty string")));
-            }
-            if let Some(first) = index.insert(id.as_str(), i) {
-                return Err(bad_block(format!("ids {first} and {i} are both {id:?}")));
-            }
-        }
-        drop(index);
-
+        let id_count = words[3] as usize;
         let n = words[4] as usize;
         let nodes_end = n
             .checked_mul(BLOCK_NODE_WORDS)
@@ -566,19 +590,61 @@ impl BlockSurface {
             if range.end > words.len() {
                 return Err(bad_block(format!("set {k} ({len} ids) runs past the end of the words")));
             }
-            if let Some(m) = words[range.clone()].iter().find(|m| **m as usize >= ids.len()) {
-                return Err(bad_block(format!(
-                    "set {k} names id {m}, not below the {} ids",
-                    ids.len()
-                )));
+            if let Some(m) = words[range.clone()].iter().find(|m| **m as usize >= id_count) {
+                return Err(bad_block(format!("set {k} names id {m}, not below the {id_count} ids")));
             }
             sets.push(range.start - nodes_end - 1..range.end - nodes_end - 1);
             at = range.end;
         }
-        if at != words.len() {
-            return Err(bad_block(format!("{} words left after the sets", words.len() - at)));
+        let members = words[nodes_end + 1..at].to_vec();
+
+        // The id table, after the sets: unpacked into one buffer, checked for repeats by sorting.
+        let mut id_units = Vec::new();
+        let mut id_ranges = Vec::with_capacity(id_count.min(words.len()));
+        for i in 0..id_count {
+            let units = *words
+                .get(at)
+                .ok_or_else(|| bad_block(format!("id {i} of {id_count} is past the end of the words")))?
+                as usize;
+            if units == 0 {
+                return Err(bad_block(format!("id {i} is empty")));
+            }
+            let packed = at + 1..at + 1 + units.div_ceil(2);
+            if packed.end > words.len() {
+                return Err(bad_block(format!(
+                    "id {i} ({units} UTF-16 units) runs past the end of the words"
+                )));
+            }
+            let start = id_units.len();
+            for w in &words[packed.clone()] {
+                id_units.extend([*w as u16, (*w >> 16) as u16]);
+            }
+            if id_units.len() - start > units && id_units.pop() != Some(0) {
+                return Err(bad_block(format!("id {i}: the unused half of its last word is not 0")));
+            }
+            id_ranges.push(start..id_units.len());
+            at = packed.end;
         }
-        let members = words[nodes_end + 1..].to_vec();
+        let mut order: Vec<usize> = (0..id_ranges.len()).collect();
+        order.sort_unstable_by(|a, b| {
+            id_units[id_ranges[*a].clone()]
+                .cmp(&id_units[id_ranges[*b].clone()])
+                .then(a.cmp(b))
+        });
+        if let Some(w) = order
+            .windows(2)
+            .find(|w| id_units[id_ranges[w[0]].clone()] == id_units[id_ranges[w[1]].clone()])
+        {
+            return Err(bad_block(format!(
+                "ids {} and {} are both {:?}",
+                w[0],
+                w[1],
+                BlockId(id_units[id_ranges[w[0]].clone()].to_vec())
+            )));
+        }
+        if at != words.len() {
+            return Err(bad_block(format!("{} words left after the id table", words.len() - at)));
+        }
 
         let mut pos_of_seq = SeqIndex::new(event_count, n);
         let mut nodes = Vec::with_capacity(n);
@@ -656,7 +722,8 @@ impl BlockSurface {
         Ok(Self {
             event_count,
             open_compaction: flags & OPEN_COMPACTION != 0,
-            ids,
+            id_units,
+            id_ranges,
             nodes,
             sets,
             members,
@@ -669,26 +736,49 @@ impl BlockSurface {
         &self.members[self.sets[k as usize].clone()]
     }
 
+    /// Number of ids in the id table.
+    pub fn id_count(&self) -> usize {
+        self.id_ranges.len()
+    }
+
+    /// Id `i` of the id table, as UTF-16 code units.
+    pub fn id(&self, i: u32) -> &[u16] {
+        &self.id_units[self.id_ranges[i as usize].clone()]
+    }
+
+    /// Id `i` of the id table, owned.
+    pub fn block_id(&self, i: u32) -> BlockId {
+        BlockId(self.id(i).to_vec())
+    }
+
+    /// The id table, owned (tests and diagnostics).
+    pub fn ids(&self) -> Vec<BlockId> {
+        (0..self.id_count() as u32).map(|i| self.block_id(i)).collect()
+    }
+
     /// Number of id sets in the snapshot.
     pub fn set_count(&self) -> usize {
         self.sets.len()
     }
 
-    /// Encodes nodes, sets (id indexes) and flags into the v2 words (tests, benches, non-JS hosts).
+    /// Encodes nodes, sets (id indexes), the id table and flags into the v2 words (tests, benches
+    /// and non-JS hosts).
     pub fn encode(
         event_count: u32,
         open_compaction: bool,
-        ids: usize,
+        ids: &[BlockId],
         nodes: &[BlockNode],
         sets: &[Vec<u32>],
     ) -> Vec<u32> {
         let set_words: usize = sets.iter().map(|s| 1 + s.len()).sum();
-        let mut words = Vec::with_capacity(BLOCK_HEADER_WORDS + nodes.len() * BLOCK_NODE_WORDS + 1 + set_words);
+        let id_words: usize = ids.iter().map(|id| 1 + id.0.len().div_ceil(2)).sum();
+        let mut words =
+            Vec::with_capacity(BLOCK_HEADER_WORDS + nodes.len() * BLOCK_NODE_WORDS + 1 + set_words + id_words);
         words.extend([
             BLOCK_FORMAT,
             event_count,
             if open_compaction { OPEN_COMPACTION } else { 0 },
-            ids as u32,
+            ids.len() as u32,
             nodes.len() as u32,
         ]);
         for node in nodes {
@@ -720,6 +810,13 @@ impl BlockSurface {
         for set in sets {
             words.push(set.len() as u32);
             words.extend(set);
+        }
+        for id in ids {
+            words.push(id.0.len() as u32);
+            words.extend(
+                id.0.chunks(2)
+                    .map(|pair| u32::from(pair[0]) | u32::from(pair.get(1).copied().unwrap_or(0)) << 16),
+            );
         }
         words
     }

@@ -18,12 +18,13 @@
 //! outside the range had its result, every call on the surface still has it.
 //!
 //! `PROPTEST_CASES` sets the number of cases (`npm test` runs 2000). The seed's algebra examples
-//! run through the same oracle as fixed cases.
+//! run through the same oracle as fixed cases. A fuzz target feeds arbitrary words and mutated
+//! valid snapshots to the decoder and the planner: `Ok` or a coded error, never a panic.
 
 use std::collections::HashSet;
 
 use fold_core::blocks::{self, Plan, Wait};
-use fold_core::surface::{BlockNode, BlockSurface, Kind, Provenance};
+use fold_core::surface::{BlockId, BlockNode, BlockSurface, Kind, Provenance};
 use proptest::prelude::*;
 
 const ALPHABET: [&str; 4] = ["A", "B", "C", "D"];
@@ -519,15 +520,10 @@ fn pairing(nodes: &[BlockNode]) -> Vec<(bool, usize)> {
 
 fn check(case: &Case) -> Result<(), TestCaseError> {
     let built = build(case);
-    let words = BlockSurface::encode(
-        built.next,
-        case.open_compaction,
-        built.ids.len(),
-        &built.nodes,
-        &built.sets,
-    );
-    let surface = BlockSurface::decode(&words, built.ids.clone())
-        .map_err(|e| TestCaseError::fail(format!("generated snapshot rejected: {e}")))?;
+    let table: Vec<BlockId> = built.ids.iter().map(|id| BlockId::from(id.as_str())).collect();
+    let words = BlockSurface::encode(built.next, case.open_compaction, &table, &built.nodes, &built.sets);
+    let surface =
+        BlockSurface::decode(&words).map_err(|e| TestCaseError::fail(format!("generated snapshot rejected: {e}")))?;
     prop_assert_eq!(&surface.nodes, &built.nodes);
     let targets = targets_of(case);
     let request_seq = request_seq_of(case, &built);
@@ -539,18 +535,16 @@ fn check(case: &Case) -> Result<(), TestCaseError> {
         rewind_running: case.rewind_running,
     };
     let expected = oracle.expect();
-    let got = blocks::plan(&surface, &targets, request_seq, case.rewind_running);
+    let target_ids: Vec<BlockId> = targets.iter().map(|t| BlockId::from(t.as_str())).collect();
+    let got = blocks::plan(&surface, &target_ids, request_seq, case.rewind_running);
 
     // The same snapshot claiming billions of events (the sparse seq index) plans the same.
-    let huge = BlockSurface::encode(
-        u32::MAX - 1,
-        case.open_compaction,
-        built.ids.len(),
-        &built.nodes,
-        &built.sets,
+    let huge = BlockSurface::encode(u32::MAX - 1, case.open_compaction, &table, &built.nodes, &built.sets);
+    let sparse = BlockSurface::decode(&huge).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    prop_assert_eq!(
+        &blocks::plan(&sparse, &target_ids, request_seq, case.rewind_running),
+        &got
     );
-    let sparse = BlockSurface::decode(&huge, built.ids.clone()).map_err(|e| TestCaseError::fail(e.to_string()))?;
-    prop_assert_eq!(&blocks::plan(&sparse, &targets, request_seq, case.rewind_running), &got);
 
     match (&expected, got) {
         (Expect::Err(code), Err(e)) => prop_assert_eq!(*code, e.code(), "{}", e),
@@ -560,8 +554,11 @@ fn check(case: &Case) -> Result<(), TestCaseError> {
         }
         (Expect::Commit { range, remaining }, Ok(Plan::Commit(c))) => {
             prop_assert_eq!(*range, (c.start_pos, c.end_pos));
-            prop_assert_eq!(remaining, &c.remaining);
-            prop_assert_eq!(&c.closed, &targets);
+            prop_assert_eq!(
+                remaining,
+                &c.remaining.iter().map(BlockId::to_string).collect::<Vec<_>>()
+            );
+            prop_assert_eq!(&c.closed, &target_ids);
             let seqs: Vec<u32> = built.nodes[c.start_pos..c.end_pos].iter().map(|n| n.seq).collect();
             prop_assert_eq!(&c.seqs, &seqs);
             prop_assert_eq!((c.start(), c.end()), (seqs[0], *seqs.last().unwrap()));
@@ -610,12 +607,74 @@ fn check(case: &Case) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// Decoding and planning hostile words: `Ok` or a coded error, never a panic; a commit is
+/// consistent with the surface it came from.
+fn fuzz(words: &[u32], targets: &[BlockId], request_seq: u64) -> Result<(), TestCaseError> {
+    let surface = match BlockSurface::decode(words) {
+        Ok(s) => s,
+        Err(e) => {
+            prop_assert_eq!(e.code(), "INVALID_ARGUMENT");
+            prop_assert!(e.to_string().starts_with("invalid block snapshot: "), "{}", e);
+            return Ok(());
+        }
+    };
+    match blocks::plan(&surface, targets, request_seq, false) {
+        Ok(Plan::Commit(c)) => {
+            prop_assert!(c.start_pos < c.end_pos && c.end_pos <= surface.nodes.len());
+            let seqs: Vec<u32> = surface.nodes[c.start_pos..c.end_pos].iter().map(|n| n.seq).collect();
+            prop_assert_eq!(c.seqs, seqs);
+        }
+        Ok(Plan::Pending(p)) => prop_assert!(!p.reason.is_empty()),
+        Err(e) => prop_assert!(
+            ["INVALID_ARGUMENT", "UNKNOWN_BLOCK", "PROTECTED", "STALE"].contains(&e.code()),
+            "{}: {}",
+            e.code(),
+            e
+        ),
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256), ..ProptestConfig::default() })]
 
     #[test]
     fn plan_matches_the_oracle(case in case()) {
         check(&case)?;
+    }
+
+    #[test]
+    fn hostile_words_never_panic(
+        words in prop::collection::vec(prop_oneof![4 => 0u32..8, 2 => 0u32..64, 1 => any::<u32>()], 0..80),
+        format2 in any::<bool>(),
+        target in 0u8..4,
+        request_seq in 0u64..100,
+    ) {
+        let mut words = words;
+        if format2 && !words.is_empty() {
+            words[0] = 2;
+        }
+        fuzz(&words, &[BlockId::from(ALPHABET[target as usize])], request_seq)?;
+    }
+
+    #[test]
+    fn mutated_snapshots_never_panic(
+        case in case(),
+        edits in prop::collection::vec((any::<prop::sample::Index>(), prop_oneof![3 => 0u32..16, 1 => any::<u32>()]), 1..4),
+        cut in prop::option::weighted(0.2, any::<prop::sample::Index>()),
+    ) {
+        let built = build(&case);
+        let table: Vec<BlockId> = built.ids.iter().map(|id| BlockId::from(id.as_str())).collect();
+        let mut words = BlockSurface::encode(built.next, case.open_compaction, &table, &built.nodes, &built.sets);
+        for (at, value) in edits {
+            let i = at.index(words.len());
+            words[i] = value;
+        }
+        if let Some(cut) = cut {
+            words.truncate(cut.index(words.len() + 1));
+        }
+        let targets: Vec<BlockId> = targets_of(&case).iter().map(|t| BlockId::from(t.as_str())).collect();
+        fuzz(&words, &targets, request_seq_of(&case, &built))?;
     }
 }
 
