@@ -20,7 +20,8 @@
  * `client-request` envelope; it resolves the `value` of an `ok` result and throws with
  * the host's error otherwise. `stop()` sends SIGTERM to the host's process group, then
  * SIGKILL after 5 s, and resolves when the process has exited; `cleanup()` removes the
- * temp root (call it after `stop()`).
+ * temp root (call it after `stop()`). A caller process that exits without `stop()` kills the
+ * host's group on its way out.
  */
 import { spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -67,6 +68,10 @@ export async function startWebHost ({ baseUrl, bundles = [], patchRows = [], env
   /** @type {Promise<{code: number | null, signal: string | null}>} */
   const exited = new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal })))
   const killGroup = (/** @type {NodeJS.Signals} */ sig) => { try { process.kill(-child.pid, sig) } catch { /* ESRCH: already gone */ } }
+  // A caller that dies without stop() (a crash, an uncaught assertion) must not leave a server behind.
+  const orphanGuard = () => killGroup('SIGKILL')
+  process.once('exit', orphanGuard)
+  exited.then(() => process.off('exit', orphanGuard))
   const stop = async () => {
     killGroup('SIGTERM')
     const timer = setTimeout(() => killGroup('SIGKILL'), 5000)
