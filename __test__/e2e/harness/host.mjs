@@ -114,7 +114,7 @@ process.stderr.write('[dsh-e2e] tree settled in ' + (performance.now() - t0).toF
 const DUMMY_KEY = 'sk-e2e-dummy-key'
 
 /** Write the boot script into the host folder (bare imports resolve from its node_modules). */
-function bootFile (hostDir) {
+export function bootFile (hostDir) {
   const file = join(hostDir, 'dsh-e2e-boot.mjs')
   if (!existsSync(file) || readFileSync(file, 'utf8') !== BOOT_SOURCE) writeFileSync(file, BOOT_SOURCE)
   return file
@@ -168,8 +168,23 @@ export function installBundles (profileDir, tarballs) {
   return added
 }
 
+/**
+ * The hermetic environment of one host run: the caller's minus any DSH_*, DEEPSEEK_* and
+ * NODE_TEST_CONTEXT (a developer's real endpoint or key, node:test wiring), plus the run's
+ * HOME/DSH_HOME, telemetry off, full permissions, a dummy key, `baseUrl`, then `env`.
+ * @param {{home: string, dshHome: string, baseUrl?: string, env?: Record<string, string>}} options
+ */
+export function hostEnv ({ home, dshHome, baseUrl, env = {} }) {
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(DSH_|DEEPSEEK_|NODE_TEST_CONTEXT$)/.test(k)))
+  return {
+    ...inherited, HOME: home, DSH_HOME: dshHome, DSH_TELEMETRY_DISABLED: '1',
+    DSH_PERMISSION_MODE: 'danger-full-access', DEEPSEEK_API_KEY: DUMMY_KEY,
+    ...(baseUrl ? { DEEPSEEK_BASE_URL: baseUrl } : {}), ...env,
+  }
+}
+
 /** Run Node 22 on the boot script; resolves with the exit facts and captured output. */
-function runBoot ({ node22, hostDir, spec, env, cwd, timeoutMs, echo, onStart }) {
+export function runBoot ({ node22, hostDir, spec, env, cwd, timeoutMs, echo, onStart }) {
   return new Promise((resolvePromise) => {
     const t0 = performance.now()
     const child = spawn(node22, [bootFile(hostDir), JSON.stringify(spec)], { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
@@ -203,13 +218,7 @@ export async function runHost ({ task, baseUrl, patchRows = [], bundles = [], en
   cwd = cwd ?? join(root, 'work')
   mkdirSync(dshHome, { recursive: true })
   mkdirSync(cwd, { recursive: true })
-  // Hermetic: no inherited DSH_*/DEEPSEEK_* (a developer's real endpoint or key) and no node:test wiring.
-  const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(DSH_|DEEPSEEK_|NODE_TEST_CONTEXT$)/.test(k)))
-  const fullEnv = {
-    ...inherited, HOME: home, DSH_HOME: dshHome, DSH_TELEMETRY_DISABLED: '1',
-    DSH_PERMISSION_MODE: 'danger-full-access', DEEPSEEK_API_KEY: DUMMY_KEY,
-    ...(baseUrl ? { DEEPSEEK_BASE_URL: baseUrl } : {}), ...env,
-  }
+  const fullEnv = hostEnv({ home, dshHome, baseUrl, env })
   const profileDir = join(dshHome, 'profiles', profile)
   const base = { node22, hostDir, env: fullEnv, cwd, timeoutMs, echo }
   if (bundles.length > 0) {

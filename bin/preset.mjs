@@ -1,0 +1,443 @@
+/**
+ * @module bin/preset
+ * `dsh-fold preset install | remove | status`: the `block-ptc` agent preset in the user's
+ * DSH home, `$DSH_HOME/.agent-presets/block-ptc/` (the roster's writable root, which every
+ * preset-composing host scans: DSH 0.1.0-rc.8 lets no bundle add a preset root).
+ *
+ * What it writes is derived from the INSTALLED host at install time, never copied into this
+ * repository: the host's shipped `code` preset (`<@deepseek-ai/dsh>/config/agent-presets/code/
+ * agent.cordis.yml`, Code Mode), its `tool-presentation` row switched from `code` to `both`
+ * (under `code` the host's `run_code` is the only tool a model can call, so a plugin tool could
+ * never be reached; `both` keeps the native schemas and the generated SDK), and block mode's
+ * rows appended. The host's text is edited in place so its comments survive; the edit is
+ * checked by parsing the result with the host's own YAML dialect (`js-yaml` + the loader's
+ * `!!js` type from the host's `@deepseek-ai/cordis-plugin-include`) and comparing it to the
+ * parsed original plus exactly the intended changes; if the text edit cannot be proven, the
+ * rows are re-serialized in that dialect instead (comments lost, and the record says so).
+ *
+ * The host is found, in order: `--host DIR` (the `@deepseek-ai/dsh` package folder or a folder
+ * whose `node_modules` holds it); the package resolvable from `$DSH_HOME/profiles/<--profile>/`
+ * (or `$DSH_HOME/profiles/`) the way Node resolves it — every `dsh` launch links its own
+ * packages into `$DSH_HOME/profiles/node_modules`; then the package resolvable from where this
+ * dsh-fold is installed (a bundle inside a profile).
+ *
+ * Files: `agent.cordis.yml`, `preset.yml` (display name and description) and `.dsh-fold.json`
+ * (the install record: dsh-fold version, host version and folder, the source file and its
+ * sha256, each written file's sha256). Files 0600, folder 0700, written into a temp folder
+ * and renamed into place. The shipped presets are only read.
+ *
+ * Safety: a preset folder whose files differ from the record (the user edited it), or that
+ * dsh-fold did not write, is never replaced or removed without `--force`, and with `--force`
+ * it is first moved whole to `$DSH_HOME/.agent-presets/.dsh-fold-backups/block-ptc-<time>/`
+ * (a dot-folder the roster never lists).
+ *
+ * Errors are `PresetError {code, exit}`: HOST_NOT_FOUND, CODE_PRESET_NOT_FOUND (66);
+ * HOST_UNREADABLE, CODE_PRESET_UNREADABLE, CODE_PRESET_UNEXPECTED (65); PRESET_MODIFIED,
+ * PRESET_FOREIGN (1, refused: use --force); WRITE_FAILED (73). Nothing is written on any error.
+ */
+import { createHash } from 'node:crypto'
+import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { homedir } from 'node:os'
+import path from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+
+export const PRESET_ID = 'block-ptc'
+const HOST_PACKAGE = '@deepseek-ai/dsh'
+const RECORD_FILE = '.dsh-fold.json'
+const COMPOSITION_FILE = 'agent.cordis.yml'
+const METADATA_FILE = 'preset.yml'
+const BACKUPS_DIR = '.dsh-fold-backups'
+const PRESENTATION_ROW = 'tool-presentation'
+const PRESENTATION_PLUGIN = '@deepseek-ai/dsh-agent-tool-presentation'
+
+/**
+ * Block mode's rows, appended to the host's `code` composition. Text (with its comment) and
+ * the parsed value the result must contain; both spell the same rows.
+ */
+export const BLOCK_ROWS_TEXT = `
+# ── block mode (dsh-fold) ───────────────────────────────────────────────────
+
+# Written by \`dsh-fold preset install\`. \`block_run_code\` is the only tool the model
+# calls directly; it runs the program through this preset's own \`run_code\` (same call id),
+# and \`tools.block_summary\` inside a program replaces a finished block with the model's
+# summary. The row registers into this preset's scope only.
+- id: block
+  name: dsh-fold/block
+`
+export const BLOCK_ROWS = [{ id: 'block', name: 'dsh-fold/block' }]
+
+const HERE = path.dirname(fileURLToPath(import.meta.url))
+const OWN_VERSION = JSON.parse(readFileSync(path.join(HERE, '..', 'package.json'), 'utf8')).version
+
+export class PresetError extends Error {
+  /** @param {string} code @param {string} message @param {number} exit */
+  constructor(code, message, exit) {
+    super(message)
+    this.code = code
+    this.exit = exit
+  }
+}
+
+const sha256 = (/** @type {string | Buffer} */ data) => createHash('sha256').update(data).digest('hex')
+
+/** @param {{'dsh-home'?: string}} opts */
+export function resolveDshHome(opts) {
+  const explicit = opts['dsh-home'] ?? process.env.DSH_HOME
+  return path.resolve(explicit && explicit !== '' ? explicit : path.join(homedir(), '.dsh'))
+}
+
+/** Ancestors of `dir`, itself first. @param {string} dir */
+function* ancestors(dir) {
+  for (let at = path.resolve(dir); ; at = path.dirname(at)) {
+    yield at
+    if (path.dirname(at) === at) return
+  }
+}
+
+/** The `@deepseek-ai/dsh` folder Node would resolve from `start`, or undefined. @param {string} start */
+function resolveHostFrom(start) {
+  for (const dir of ancestors(start)) {
+    const candidate = path.join(dir, 'node_modules', ...HOST_PACKAGE.split('/'))
+    if (existsSync(path.join(candidate, 'package.json'))) return candidate
+  }
+}
+
+/**
+ * Find the installed host.
+ * @param {{host?: string, profile?: string}} opts @param {string} dshHome
+ * @returns {{dir: string, version: string, how: string}}
+ */
+export function findHost(opts, dshHome) {
+  /** @type {string[]} */
+  const looked = []
+  /** @type {string | undefined} */
+  let dir
+  let how = ''
+  if (opts.host !== undefined) {
+    const given = path.resolve(opts.host)
+    looked.push(given)
+    const own = path.join(given, 'package.json')
+    if (existsSync(own) && readJson(own)?.name === HOST_PACKAGE) dir = given
+    else if (existsSync(path.join(given, 'node_modules', ...HOST_PACKAGE.split('/'), 'package.json'))) dir = path.join(given, 'node_modules', ...HOST_PACKAGE.split('/'))
+    how = '--host'
+    if (!dir) throw new PresetError('HOST_NOT_FOUND', `--host ${opts.host}: neither the ${HOST_PACKAGE} package folder nor a folder whose node_modules holds it`, 66)
+  } else {
+    const profiles = path.join(dshHome, 'profiles')
+    const start = opts.profile ? path.join(profiles, opts.profile) : profiles
+    looked.push(`${HOST_PACKAGE} resolvable from ${start}`)
+    dir = resolveHostFrom(start)
+    how = `resolved from ${start}`
+    if (!dir) {
+      looked.push(`${HOST_PACKAGE} resolvable from ${HERE}`)
+      dir = resolveHostFrom(HERE)
+      how = `resolved from dsh-fold's own install (${HERE})`
+    }
+    if (!dir) {
+      throw new PresetError('HOST_NOT_FOUND', `no installed DeepSeek Harness host (${HOST_PACKAGE}) found; looked at: ${looked.join('; ')}. Run \`dsh\` once with DSH_HOME=${dshHome} (it links its packages into profiles/node_modules) or pass --host DIR`, 66)
+    }
+  }
+  dir = realpathSync(dir)
+  const manifest = readJson(path.join(dir, 'package.json'))
+  if (manifest?.name !== HOST_PACKAGE || typeof manifest.version !== 'string') {
+    throw new PresetError('HOST_UNREADABLE', `${path.join(dir, 'package.json')} is not the ${HOST_PACKAGE} manifest`, 65)
+  }
+  return { dir, version: manifest.version, how }
+}
+
+/** @param {string} file @returns {any} */
+function readJson(file) {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8'))
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The host's own composition YAML dialect: its js-yaml with the loader's `!!js` type.
+ * @param {string} hostDir
+ */
+async function hostDialect(hostDir) {
+  const require = createRequire(path.join(hostDir, 'package.json'))
+  try {
+    const yaml = await import(pathToFileURL(require.resolve('js-yaml')).href)
+    const { entryListSchema } = await import(pathToFileURL(require.resolve('@deepseek-ai/cordis-plugin-include')).href)
+    if (!entryListSchema || typeof yaml.load !== 'function') throw new Error('no entryListSchema / js-yaml load')
+    return {
+      /** @param {string} text */
+      load: (text) => yaml.load(text, { schema: entryListSchema }),
+      /** @param {unknown} rows */
+      dump: (rows) => yaml.dump(rows, { schema: entryListSchema, lineWidth: -1, noRefs: true }),
+    }
+  } catch (e) {
+    throw new PresetError('HOST_UNREADABLE', `cannot load the host's YAML dialect (js-yaml and @deepseek-ai/cordis-plugin-include, resolved from ${hostDir}): ${/** @type {Error} */ (e).message}`, 65)
+  }
+}
+
+/** The shipped `code` preset's files. @param {string} hostDir */
+function codePresetFiles(hostDir) {
+  const dir = path.join(hostDir, 'config', 'agent-presets', 'code')
+  const composition = path.join(dir, COMPOSITION_FILE)
+  if (!existsSync(composition)) {
+    throw new PresetError('CODE_PRESET_NOT_FOUND', `the host at ${hostDir} ships no \`code\` preset (${composition} is missing); block-ptc is the code preset plus block mode, so it needs a host with Code Mode (DSH >= 0.1.0-rc.8)`, 66)
+  }
+  return { dir, composition, metadata: path.join(dir, METADATA_FILE) }
+}
+
+/**
+ * Turn the host's `code` composition into block-ptc's.
+ * @param {string} source the host's text @param {Awaited<ReturnType<typeof hostDialect>>} dialect @param {string} file
+ * @returns {{text: string, commentsKept: boolean}}
+ */
+export function derivePreset(source, dialect, file) {
+  /** @type {any} */
+  let rows
+  try {
+    rows = dialect.load(source)
+  } catch (e) {
+    throw new PresetError('CODE_PRESET_UNREADABLE', `${file} does not parse in the host's dialect: ${/** @type {Error} */ (e).message}`, 65)
+  }
+  if (!Array.isArray(rows) || rows.some((r) => r === null || typeof r !== 'object' || typeof r.name !== 'string')) {
+    throw new PresetError('CODE_PRESET_UNREADABLE', `${file} is not a list of plugin rows`, 65)
+  }
+  const at = rows.findIndex((r) => r.id === PRESENTATION_ROW)
+  const row = rows[at]
+  if (at === -1 || row.name !== PRESENTATION_PLUGIN || row.disabled === true) {
+    throw new PresetError('CODE_PRESET_UNEXPECTED', `${file} has no enabled \`${PRESENTATION_ROW}\` row (${PRESENTATION_PLUGIN}); this dsh-fold knows the rc.8 shape of the code preset and will not guess how Code Mode is switched on in this host`, 65)
+  }
+  if (rows.some((r) => BLOCK_ROWS.some((b) => b.id === r.id))) {
+    throw new PresetError('CODE_PRESET_UNEXPECTED', `${file} already has a row with id ${BLOCK_ROWS.map((b) => b.id).join('/')}`, 65)
+  }
+  const wanted = structuredClone(rows)
+  wanted[at] = { ...row, config: { ...(row.config ?? {}), mode: 'both' } }
+  wanted.push(...BLOCK_ROWS)
+  const same = (/** @type {string} */ text) => {
+    try {
+      return JSON.stringify(dialect.load(text)) === JSON.stringify(wanted)
+    } catch {
+      return false
+    }
+  }
+  const edited = editPresentationMode(source)
+  if (edited !== undefined) {
+    const text = `${edited.replace(/\n*$/, '\n')}${BLOCK_ROWS_TEXT}`
+    if (same(text)) return { text, commentsKept: true }
+  }
+  const text = `# The host's comments could not be kept: its tool-presentation row had a shape\n# dsh-fold does not edit in place, so the rows were re-serialized.\n${dialect.dump(wanted.slice(0, -BLOCK_ROWS.length))}${BLOCK_ROWS_TEXT}`
+  if (!same(text)) throw new PresetError('CODE_PRESET_UNEXPECTED', `${file}: the derived composition does not round-trip`, 65)
+  return { text, commentsKept: false }
+}
+
+/**
+ * Set `mode: both` in the top-level `tool-presentation` row's block, as text; undefined when
+ * the row is not written in the plain block style this edit understands.
+ * @param {string} source
+ */
+function editPresentationMode(source) {
+  const lines = source.split('\n')
+  const start = lines.findIndex((l) => /^- id:\s*['"]?tool-presentation['"]?\s*(#.*)?$/.test(l))
+  if (start === -1) return undefined
+  let end = start + 1
+  while (end < lines.length && !/^\S/.test(lines[end])) end++ // the row's block: indented, blank or comment lines
+  const modes = []
+  for (let i = start + 1; i < end; i++) if (/^\s+mode:\s*['"]?code['"]?\s*(#.*)?$/.test(lines[i])) modes.push(i)
+  if (modes.length !== 1) return undefined
+  lines[modes[0]] = lines[modes[0]].replace(/mode:\s*['"]?code['"]?/, 'mode: both')
+  return lines.join('\n')
+}
+
+/** The display metadata: the shipped code preset's description, our name. @param {string} metadataFile */
+function metadataText(metadataFile) {
+  return [
+    '# Written by `dsh-fold preset install` (display text only; the composition is agent.cordis.yml).',
+    'name: Block PTC',
+    'description: >-',
+    '  Code Mode (this host\'s `code` preset) with block mode: the model tags its programs with',
+    '  block ids and replaces each finished block with its own summary (dsh-fold).',
+    `# From the shipped code preset (${metadataFile}).`,
+    '',
+  ].join('\n')
+}
+
+/** What is in the preset folder now. @param {string} dir */
+export function inspectPreset(dir) {
+  let stat
+  try {
+    stat = lstatSync(dir)
+  } catch {
+    return { state: /** @type {const} */ ('absent'), dir }
+  }
+  if (!stat.isDirectory()) return { state: /** @type {const} */ ('foreign'), dir, why: stat.isSymbolicLink() ? 'a symbolic link, not a folder dsh-fold wrote' : 'not a folder' }
+  const record = readJson(path.join(dir, RECORD_FILE))
+  if (record?.by !== 'dsh-fold' || typeof record.files !== 'object' || record.files === null) {
+    return { state: /** @type {const} */ ('foreign'), dir, why: `no ${RECORD_FILE} install record: dsh-fold did not write it` }
+  }
+  const changed = []
+  for (const [name, hash] of Object.entries(record.files)) {
+    const file = path.join(dir, name)
+    if (!existsSync(file)) changed.push(`${name} (deleted)`)
+    else if (sha256(readFileSync(file)) !== hash) changed.push(`${name} (edited)`)
+  }
+  for (const name of readdirSync(dir)) if (name !== RECORD_FILE && !(name in record.files)) changed.push(`${name} (added)`)
+  return changed.length > 0
+    ? { state: /** @type {const} */ ('modified'), dir, record, changed }
+    : { state: /** @type {const} */ ('installed'), dir, record }
+}
+
+/** Move `dir` whole into the backups folder; returns where it went. @param {string} dshPresets @param {string} dir */
+function backUp(dshPresets, dir) {
+  const backups = path.join(dshPresets, BACKUPS_DIR)
+  mkdirSync(backups, { recursive: true, mode: 0o700 })
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-')
+  let target = path.join(backups, `${PRESET_ID}-${stamp}`)
+  for (let n = 1; existsSync(target); n++) target = path.join(backups, `${PRESET_ID}-${stamp}-${n}`)
+  renameSync(dir, target)
+  return target
+}
+
+/** Remove a temp folder on an error path; a failure to clean must not hide the error itself. @param {string} dir */
+function discard(dir) {
+  try {
+    rmSync(dir, { recursive: true, force: true })
+  } catch {
+    // e.g. ENOTDIR: the folder was never created
+  }
+}
+
+/** @param {string} what @param {unknown} e @returns {never} */
+function writeFailed(what, e) {
+  throw new PresetError('WRITE_FAILED', `${what}: ${/** @type {Error} */ (e).message}`, 73)
+}
+
+/**
+ * @param {{'dsh-home'?: string, host?: string, profile?: string, force?: boolean}} opts
+ */
+export async function install(opts) {
+  const dshHome = resolveDshHome(opts)
+  const host = findHost(opts, dshHome)
+  const files = codePresetFiles(host.dir)
+  const source = readFileSync(files.composition, 'utf8')
+  const dialect = await hostDialect(host.dir)
+  const { text, commentsKept } = derivePreset(source, dialect, files.composition)
+  const header = `# block-ptc: the \`code\` preset of ${HOST_PACKAGE} ${host.version} (${files.composition})\n# with tool presentation \`both\` and block mode's rows, written by dsh-fold ${OWN_VERSION}.\n# \`dsh-fold preset status\` tells whether the host's code preset changed since.\n\n`
+  const content = { [COMPOSITION_FILE]: header + text, [METADATA_FILE]: metadataText(files.metadata) }
+  const record = {
+    by: 'dsh-fold',
+    version: OWN_VERSION,
+    preset: PRESET_ID,
+    host: { package: HOST_PACKAGE, version: host.version, dir: host.dir },
+    source: { file: files.composition, sha256: sha256(source) },
+    commentsKept,
+    files: Object.fromEntries(Object.entries(content).map(([name, body]) => [name, sha256(body)])),
+  }
+
+  const presets = path.join(dshHome, '.agent-presets')
+  const dir = path.join(presets, PRESET_ID)
+  const now = inspectPreset(dir)
+  if ((now.state === 'modified' || now.state === 'foreign') && !opts.force) {
+    const what = now.state === 'modified' ? `has local changes: ${now.changed.join(', ')}` : `exists and ${now.why}`
+    throw new PresetError(now.state === 'modified' ? 'PRESET_MODIFIED' : 'PRESET_FOREIGN', `${dir} ${what}; nothing was written. Re-run with --force to install anyway (the current folder is moved to ${path.join(presets, BACKUPS_DIR)}/ first)`, 1)
+  }
+  if (now.state === 'installed' && JSON.stringify(now.record.files) === JSON.stringify(record.files) && now.record.source?.sha256 === record.source.sha256) {
+    return { action: 'unchanged', dir, record: now.record, host, backup: null }
+  }
+
+  const tmp = path.join(presets, `.${PRESET_ID}.tmp-${process.pid}`)
+  try {
+    mkdirSync(presets, { recursive: true, mode: 0o700 })
+    discard(tmp)
+    mkdirSync(tmp, { mode: 0o700 })
+    for (const [name, body] of Object.entries(content)) writeFileSync(path.join(tmp, name), body, { mode: 0o600 })
+    writeFileSync(path.join(tmp, RECORD_FILE), JSON.stringify({ ...record, installedAt: new Date().toISOString() }, null, 2) + '\n', { mode: 0o600 })
+    chmodSync(tmp, 0o700)
+  } catch (e) {
+    discard(tmp)
+    writeFailed(`cannot write the preset under ${presets}`, e)
+  }
+  let backup = null
+  try {
+    if (now.state === 'modified' || now.state === 'foreign') backup = backUp(presets, dir)
+    else if (now.state === 'installed') rmSync(dir, { recursive: true, force: true })
+    renameSync(tmp, dir)
+  } catch (e) {
+    discard(tmp)
+    writeFailed(`cannot put the preset in place at ${dir}${backup ? ` (the previous folder is safe at ${backup})` : ''}`, e)
+  }
+  return { action: now.state === 'absent' ? 'installed' : 'replaced', dir, record, host, backup }
+}
+
+/** @param {{'dsh-home'?: string, force?: boolean}} opts */
+export function remove(opts) {
+  const dshHome = resolveDshHome(opts)
+  const presets = path.join(dshHome, '.agent-presets')
+  const dir = path.join(presets, PRESET_ID)
+  const now = inspectPreset(dir)
+  if (now.state === 'absent') return { action: 'absent', dir, backup: null }
+  if ((now.state === 'modified' || now.state === 'foreign') && !opts.force) {
+    const what = now.state === 'modified' ? `has local changes: ${now.changed.join(', ')}` : `exists and ${now.why}`
+    throw new PresetError(now.state === 'modified' ? 'PRESET_MODIFIED' : 'PRESET_FOREIGN', `${dir} ${what}; nothing was removed. Re-run with --force to remove it (it is moved to ${path.join(presets, BACKUPS_DIR)}/, not deleted)`, 1)
+  }
+  try {
+    if (now.state === 'installed') {
+      rmSync(dir, { recursive: true, force: true })
+      return { action: 'removed', dir, backup: null }
+    }
+    return { action: 'removed', dir, backup: backUp(presets, dir) }
+  } catch (e) {
+    writeFailed(`cannot remove ${dir}`, e)
+  }
+}
+
+/** @param {{'dsh-home'?: string, host?: string, profile?: string}} opts */
+export async function status(opts) {
+  const dshHome = resolveDshHome(opts)
+  const dir = path.join(dshHome, '.agent-presets', PRESET_ID)
+  const now = inspectPreset(dir)
+  /** @type {{dir: string, version: string, how: string} | null} */
+  let host = null
+  let hostError = null
+  try {
+    host = findHost(opts, dshHome)
+  } catch (e) {
+    if (!(e instanceof PresetError)) throw e
+    hostError = `${e.code}: ${e.message}`
+  }
+  let codePreset = null
+  if (host) {
+    const file = path.join(host.dir, 'config', 'agent-presets', 'code', COMPOSITION_FILE)
+    codePreset = existsSync(file) ? { file, sha256: sha256(readFileSync(file)) } : { file, sha256: null }
+  }
+  const record = 'record' in now ? now.record : null
+  const matchesHost = record && codePreset?.sha256 ? record.source?.sha256 === codePreset.sha256 : null
+  const shadowed = host ? existsSync(path.join(host.dir, 'config', 'agent-presets', PRESET_ID)) : null
+  const bundled = profilesWithDshFold(dshHome)
+  return {
+    preset: PRESET_ID,
+    dir,
+    state: now.state,
+    ...('changed' in now ? { changed: now.changed } : {}),
+    ...('why' in now ? { why: now.why } : {}),
+    installedBy: record ? { version: record.version, hostVersion: record.host?.version, source: record.source?.file } : null,
+    host: host ? { dir: host.dir, version: host.version, how: host.how } : null,
+    hostError,
+    codePreset,
+    matchesHost,
+    shadowedByShippedPreset: shadowed,
+    profilesWithDshFold: bundled,
+  }
+}
+
+/** Profiles under `$DSH_HOME/profiles` whose node_modules holds dsh-fold (the bundle rows resolve there). @param {string} dshHome */
+function profilesWithDshFold(dshHome) {
+  const profiles = path.join(dshHome, 'profiles')
+  if (!existsSync(profiles)) return []
+  return readdirSync(profiles).filter((name) => {
+    if (name === 'node_modules') return false
+    try {
+      return statSync(path.join(profiles, name)).isDirectory() && existsSync(path.join(profiles, name, 'node_modules', 'dsh-fold', 'package.json'))
+    } catch {
+      return false
+    }
+  })
+}
