@@ -7,9 +7,15 @@
  * 3. the addon, built with `napi build --platform --release` (incremental);
  * 4. the benchmarks' quick mode (`npm run bench -- --quick`): every bench path runs and checks
  *    its results, timing nothing;
- * 5. every `node --test` suite under __test__/ (addon API, plugin on real DSH packages,
- *    reliability, CLI, and the end-to-end run of a real DSH host).
- * Set DSH_FOLD_SKIP_E2E=1 to leave out the end-to-end suite while iterating.
+ * 5. linux-arm64-gnu, the one cross target CI builds and runs (`test-targets.mjs --ci`): built
+ *    with the release's command, installed from its `npm pack` tarball, its install script and
+ *    the addon + plugin suites run by Node for arm64 under qemu; the step installs its own tools
+ *    (zig, qemu, Node for arm64). The other targets: `npm run build:targets && npm run test:targets`;
+ * 6. every `node --test` suite under __test__/ (addon API, plugin on real DSH packages,
+ *    reliability, CLI, release consistency, install failures, and the end-to-end run of a real
+ *    DSH host).
+ * Set DSH_FOLD_SKIP_E2E=1 to leave out the end-to-end suite and DSH_FOLD_SKIP_TARGETS=1 the
+ * arm64 step while iterating.
  */
 import { spawnSync } from 'node:child_process'
 import { readdirSync } from 'node:fs'
@@ -38,6 +44,7 @@ const napiCli = path.join(path.dirname(require.resolve('@napi-rs/cli/package.jso
 run(process.execPath, [napiCli, 'build', '--platform', '--release'])
 // The benches' smoke run before the suites, so the test runner's summary ends the output.
 run(process.execPath, [path.join('bench', 'run.mjs'), '--quick'])
+if (!process.env.DSH_FOLD_SKIP_TARGETS) run(process.execPath, [path.join('scripts', 'test-targets.mjs'), '--ci'])
 
 const suites = readdirSync(path.join(root, '__test__'), { recursive: true })
   .map(String)
