@@ -13,8 +13,9 @@ import { existsSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import path from 'node:path'
 import { describe, it } from 'node:test'
-import { SUITES } from '../scripts/test-targets.mjs'
-import { MACOSX_DEPLOYMENT_TARGET, TARGETS, binaryName, releaseCommand } from '../scripts/targets.mjs'
+import { readObjectFile } from '../scripts/objfile.mjs'
+import { SUITES, checkHeaders, testTarget } from '../scripts/test-targets.mjs'
+import { MACOSX_DEPLOYMENT_TARGET, TARGETS, binaryName, findTarget, releaseCommand } from '../scripts/targets.mjs'
 
 const ROOT = path.resolve(import.meta.dirname, '..')
 const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'))
@@ -115,5 +116,67 @@ describe('package.json and npm/<platform>/', () => {
     const ignored = spawnSync('git', ['check-ignore', '-q', 'target-cross/targets.json', 'npm/linux-arm64-gnu/dsh-fold.linux-arm64-gnu.node'], { cwd: ROOT })
     if (ignored.status === 128 || !existsSync(path.join(ROOT, '.git'))) return // not a git checkout: nothing to ignore
     assert.equal(ignored.status, 0, 'git must ignore target-cross/ and built binaries')
+  })
+})
+
+describe('build:targets and test:targets refuse what they cannot stand behind', () => {
+  it('an unknown target is named with the known ones; build-targets exits 64 on it', () => {
+    assert.throws(() => findTarget('plan9-x64'), /unknown target plan9-x64; known: linux-x64-gnu, linux-arm64-gnu, .*win32-x64-gnu/)
+    const r = spawnSync(process.execPath, [path.join(ROOT, 'scripts', 'build-targets.mjs'), 'plan9-x64'], { encoding: 'utf8' })
+    assert.equal(r.status, 64)
+    assert.match(r.stderr, /unknown target plan9-x64/)
+  })
+
+  it('a target never built, unbuildable, or whose build failed: a row that says so and runs nothing', () => {
+    const msvc = testTarget(findTarget('win32-x64-msvc'), {})
+    assert.match(msvc.built, /^no: MSVC needs Microsoft's CRT/)
+    assert.deepEqual(msvc.steps, [])
+    const fresh = testTarget(findTarget('linux-x64-musl'), {})
+    assert.equal(fresh.built, 'no: not built yet (npm run build:targets)')
+    const failed = testTarget(findTarget('linux-x64-musl'), {
+      'linux-x64-musl': { triple: 'x86_64-unknown-linux-musl', platform: 'linux-x64-musl', status: 'failed', command: 'x', reason: 'napi build exited 101' },
+    })
+    assert.equal(failed.built, 'no: napi build exited 101')
+    assert.deepEqual(failed.steps, [])
+  })
+
+  it('a binary that is not the one build:targets recorded is not tested', () => {
+    const row = testTarget(findTarget('darwin-x64'), {
+      'darwin-x64': { triple: 'x86_64-apple-darwin', platform: 'darwin-x64', status: 'built', command: 'x', bytes: 1, seconds: 1, sha256: 'not-this-one' },
+    })
+    assert.equal(row.steps.length, 1)
+    assert.equal(row.steps[0].ok, false)
+    assert.match(String(row.steps[0].detail), /is gone$|changed since build:targets \(sha256 [0-9a-f]{12}, recorded not-this-one\)/)
+  })
+})
+
+describe("test:targets' header checks fail a binary built for something else", () => {
+  const dev = path.join(ROOT, 'dsh-fold.linux-x64-gnu.node')
+  const why = existsSync(dev) ? null : 'no dev build at the root (npm run build makes dsh-fold.linux-x64-gnu.node)'
+
+  it('the dev build (host glibc, x64 ELF) passed off as other targets', { skip: why ?? false }, () => {
+    assert.throws(() => checkHeaders(findTarget('linux-arm64-gnu'), dev), /architecture is x64, expected arm64/)
+    assert.throws(() => checkHeaders(findTarget('linux-x64-musl'), dev), /musl's libc\.so is the only library a musl binary may need/)
+    assert.throws(() => checkHeaders(findTarget('darwin-x64'), dev), /not a Mach-O dylib\/bundle: elf shared-object/)
+    assert.throws(() => checkHeaders(findTarget('win32-x64-gnu'), dev), /not a PE DLL: elf shared-object/)
+    const info = readObjectFile(dev)
+    assert.ok('versionNeeds' in info)
+    const newest = Object.values(info.versionNeeds ?? {}).flat().filter((v) => v.startsWith('GLIBC_')).map((v) => v.slice(6).split('.').map(Number))
+    const above = newest.some(([major, minor = 0]) => major > 2 || (major === 2 && minor > 17))
+    if (above) assert.throws(() => checkHeaders(findTarget('linux-x64-gnu'), dev), /above glibc 2\.17/)
+    else assert.match(checkHeaders(findTarget('linux-x64-gnu'), dev), /newest GLIBC_2\./)
+  })
+})
+
+describe('a tool this machine cannot install is reported as such, not as a failure', () => {
+  const root = process.getuid?.() === 0
+  const setpriv = spawnSync('setpriv', ['--version']).status === 0
+  const why = !root ? 'needs root, to drop to the user nobody' : !setpriv ? 'needs setpriv (util-linux) to drop to the user nobody' : false
+
+  it('a missing Debian package for a user without root or sudo: ToolUnavailable naming the packages', { skip: why }, () => {
+    const script = `import(${JSON.stringify(path.join(ROOT, 'scripts', 'target-tools.mjs'))}).then((m) => { try { m.ensureApt(['dsh-fold-no-such-package']); console.log('installed?') } catch (e) { console.log(e.name + ': ' + e.message) } })`
+    const r = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, '-e', script], { encoding: 'utf8', env: { ...process.env, HOME: '/tmp' } })
+    assert.equal(r.status, 0, r.stderr)
+    assert.equal(r.stdout.trim(), 'ToolUnavailable: Debian packages dsh-fold-no-such-package are missing and this user can neither apt-get (not root) nor sudo without a password')
   })
 })

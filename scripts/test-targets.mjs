@@ -108,7 +108,7 @@ const versionAbove = (a, b) => {
  * The header checks of one binary. @param {import('./targets.mjs').Target} target @param {string} file
  * @returns {string} a one-line summary
  */
-function checkHeaders(target, file) {
+export function checkHeaders(target, file) {
   const info = readObjectFile(file)
   if ('slices' in info) throw new Error(`${file} is a fat Mach-O; napi builds one arch per target`)
   const arch = target.triple.startsWith('aarch64') ? 'arm64' : 'x64'
