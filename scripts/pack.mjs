@@ -77,16 +77,17 @@ function promisedFiles(pkg) {
 
 /**
  * @param {string} outDir where the tarballs go (created if missing)
- * @param {{platform?: string}} [options] the npm platform folder, e.g. `linux-x64-gnu`
+ * @param {{platform?: string, binary?: string}} [options] the npm platform folder, e.g.
+ *   `linux-x64-gnu`, and the binary to ship in it (default: the build at the repo root)
  * @returns {{root: string, platform: string}} absolute tarball paths
  */
-export function pack(outDir, { platform = 'linux-x64-gnu' } = {}) {
+export function pack(outDir, { platform = 'linux-x64-gnu', binary: from } = {}) {
   outDir = path.resolve(outDir)
   mkdirSync(outDir, { recursive: true })
   const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'))
   const binaryName = pkg.napi?.binaryName ?? pkg.name
   const binary = `${binaryName}.${platform}.node`
-  const built = path.join(ROOT, binary)
+  const built = path.resolve(from ?? path.join(ROOT, binary))
   if (!existsSync(built)) throw new Error(`pack: ${built} is missing; run \`napi build --platform --release\` first (pack builds nothing)`)
   const platformDir = path.join(ROOT, 'npm', platform)
   const platformPkg = JSON.parse(readFileSync(path.join(platformDir, 'package.json'), 'utf8'))
@@ -94,7 +95,7 @@ export function pack(outDir, { platform = 'linux-x64-gnu' } = {}) {
     .flatMap((d) => execFileSync('find', [path.join(ROOT, d), '-name', '*.rs', '-newer', built], { encoding: 'utf8' }).split('\n'))
     .filter(Boolean)
   if (newest.length > 0) process.stderr.write(`[pack] warning: ${binary} is older than ${newest.length} Rust source file(s), e.g. ${newest[0]}\n`)
-  copyFileSync(built, path.join(platformDir, binary))
+  if (built !== path.join(platformDir, binary)) copyFileSync(built, path.join(platformDir, binary))
 
   const problems = []
   const root = npmPack(ROOT, outDir)

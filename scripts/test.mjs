@@ -7,17 +7,22 @@
  * 3. the addon, built with `napi build --platform --release` (incremental);
  * 4. the benchmarks' quick mode (`npm run bench -- --quick`): every bench path runs and checks
  *    its results, timing nothing;
- * 5. the block-mode suite (`__test__/block/`) on Node 22, which DSH's worker-thread code
+ * 5. linux-arm64-gnu, the one cross target CI builds and runs (`test-targets.mjs --ci`): built
+ *    with the release's command, installed from its `npm pack` tarball, its install script and
+ *    the addon + plugin suites run by Node for arm64 under qemu; the step installs its own tools
+ *    (zig, qemu, Node for arm64). The other targets: `npm run build:targets && npm run test:targets`;
+ * 6. the block-mode suite (`__test__/block/`) on Node 22, which DSH's worker-thread code
  *    runtime needs: the Node 22 binary comes from the e2e harness's `ensureHost()` (installed
  *    from the npm registry on first use, cached in `.e2e-cache/` or `$DSH_E2E_CACHE`);
- * 6. every other `node --test` suite under __test__/ (addon API, plugin on real DSH packages,
- *    reliability, CLI, the browser half in `__test__/ui/` — the block row in happy-dom, the
- *    preset command, the anchor row, the block-ptc preset in a real web host, block mode in
- *    headless Chromium (installed with apt-get when missing) — and the end-to-end run of a
- *    real DSH host). These run on the test runner's Node (20 is enough: the hosts they boot
- *    run on the harness's Node 22 in their own processes).
- * Set DSH_FOLD_SKIP_E2E=1 to leave out the end-to-end suite while iterating; the `ui` suites
- * that boot a host or a browser then skip themselves, saying so.
+ * 7. every other `node --test` suite under __test__/ (addon API, plugin on real DSH packages,
+ *    reliability, CLI, release consistency, install failures, the browser half in `__test__/ui/` —
+ *    the block row in happy-dom, the preset command, the anchor row, the block-ptc preset in a
+ *    real web host, block mode in headless Chromium (installed with apt-get when missing) — and
+ *    the end-to-end run of a real DSH host). These run on the test runner's Node (20 is enough:
+ *    the hosts they boot run on the harness's Node 22 in their own processes).
+ * Set DSH_FOLD_SKIP_E2E=1 to leave out the end-to-end suite while iterating (the `ui` suites
+ * that boot a host or a browser then skip themselves, saying so) and DSH_FOLD_SKIP_TARGETS=1 the
+ * arm64 step.
  */
 import { spawnSync } from 'node:child_process'
 import { readdirSync } from 'node:fs'
@@ -48,6 +53,7 @@ const napiCli = path.join(path.dirname(require.resolve('@napi-rs/cli/package.jso
 run(process.execPath, [napiCli, 'build', '--platform', '--release'])
 // The benches' smoke run before the suites, so the test runner's summary ends the output.
 run(process.execPath, [path.join('bench', 'run.mjs'), '--quick'])
+if (!process.env.DSH_FOLD_SKIP_TARGETS) run(process.execPath, [path.join('scripts', 'test-targets.mjs'), '--ci'])
 
 const suites = readdirSync(path.join(root, '__test__'), { recursive: true })
   .map(String)
