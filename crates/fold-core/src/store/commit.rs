@@ -1,0 +1,141 @@
+//! Group commit: concurrent writers of one store in one process share one durable write. The
+//! first caller to find no write in flight becomes the leader and writes every op queued so far.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::document::MarkRecord;
+use super::{lock, now_ms, Store, MAX_MARK_ID};
+use crate::error::{FoldError, Result};
+
+/// A write queued for the next group commit.
+#[derive(Debug, Clone)]
+pub(super) enum Op {
+    Mark {
+        session_id: String,
+        log_length: u64,
+        objective: Option<String>,
+    },
+    CompleteFold {
+        session_id: String,
+        mark_id: u64,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub(super) enum Outcome {
+    Marked(MarkRecord),
+    Stamped(bool),
+}
+
+#[derive(Default)]
+pub(super) struct Queue {
+    pub(super) pending: Vec<(u64, Op)>,
+    pub(super) done: HashMap<u64, Result<Outcome>>,
+    pub(super) writing: bool,
+    pub(super) next_ticket: u64,
+}
+
+impl Store {
+    /// Queues `op` for the next group commit and waits for its result. The first caller to
+    /// find no write in flight becomes the leader and writes every op queued so far.
+    pub(super) fn submit(&self, op: Op) -> Result<Outcome> {
+        let mut queue = lock(&self.queue);
+        let ticket = queue.next_ticket;
+        queue.next_ticket += 1;
+        queue.pending.push((ticket, op));
+        loop {
+            if let Some(result) = queue.done.remove(&ticket) {
+                return result;
+            }
+            if !queue.writing {
+                queue.writing = true;
+                let batch = std::mem::take(&mut queue.pending);
+                drop(queue);
+                let results = self.commit_batch(&batch);
+                queue = lock(&self.queue);
+                queue.writing = false;
+                for ((ticket, _), result) in batch.into_iter().zip(results) {
+                    queue.done.insert(ticket, result);
+                }
+                self.written.notify_all();
+                continue;
+            }
+            queue = self
+                .written
+                .wait(queue)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+
+    /// Applies a batch under the cross-process lock and writes the file once.
+    pub(super) fn commit_batch(&self, batch: &[(u64, Op)]) -> Vec<Result<Outcome>> {
+        match self.try_commit_batch(batch) {
+            Ok(results) => results.into_iter().map(Ok).collect(),
+            Err(e) => batch.iter().map(|_| Err(e.clone())).collect(),
+        }
+    }
+
+    pub(super) fn try_commit_batch(&self, batch: &[(u64, Op)]) -> Result<Vec<Outcome>> {
+        self.ensure_dir()?;
+        let mut file_lock = self.lock_file()?;
+        let generation = self.read_generation(&mut file_lock)?;
+        let (current, stamp) = self.read_current(&lock(&self.cache), Some(generation))?;
+        let mut doc = (*current).clone();
+        let now = now_ms();
+        let mut changed = false;
+        let mut outcomes = Vec::with_capacity(batch.len());
+        for (_, op) in batch {
+            outcomes.push(match op {
+                Op::Mark {
+                    session_id,
+                    log_length,
+                    objective,
+                } => {
+                    if doc.next_id > MAX_MARK_ID {
+                        return Err(FoldError::corrupt(
+                            &self.path,
+                            format!("every mark id up to {MAX_MARK_ID} is used"),
+                        ));
+                    }
+                    let mark = MarkRecord {
+                        id: doc.next_id,
+                        session_id: session_id.clone(),
+                        log_length: *log_length,
+                        objective: objective.clone(),
+                        created_at: now,
+                        folded_at: None,
+                    };
+                    doc.next_id += 1;
+                    doc.insert(mark.clone());
+                    changed = true;
+                    Outcome::Marked(mark)
+                }
+                Op::CompleteFold { session_id, mark_id } => {
+                    let latest = doc.latest.get(session_id.as_str()).copied();
+                    let stamped = match doc.marks.get_mut(mark_id) {
+                        Some(m) if latest == Some(*mark_id) && m.folded_at.is_none() => {
+                            m.folded_at = Some(now);
+                            true
+                        }
+                        _ => false,
+                    };
+                    changed |= stamped;
+                    Outcome::Stamped(stamped)
+                }
+            });
+        }
+        changed |= doc.prune(self.limits(), now);
+        if !changed {
+            let mut cache = lock(&self.cache);
+            (cache.doc, cache.stamp, cache.generation) = (Some(current), stamp, Some(generation));
+            return Ok(outcomes);
+        }
+        // Bump the counter first: a crash between the two only makes others re-read needlessly.
+        self.write_generation(&mut file_lock, generation + 1)?;
+        let stamp = self.write_durably(&doc.to_json())?;
+        let mut cache = lock(&self.cache);
+        (cache.doc, cache.stamp, cache.generation) = (Some(Arc::new(doc)), Some(stamp), Some(generation + 1));
+        Ok(outcomes)
+    }
+}

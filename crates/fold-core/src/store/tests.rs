@@ -1,0 +1,186 @@
+//! The store's unit tests: ids, stamps, privacy, pruning, bad files, two writers.
+
+use std::fs;
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::file::FileStamp;
+use super::*;
+
+fn temp_store() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::new(dir.path().join("storages/checkpoint.json"), Limits::default());
+    (dir, store)
+}
+
+#[test]
+fn ids_are_monotonic_and_survive_a_reopen() {
+    let (_dir, store) = temp_store();
+    assert_eq!(store.mark("s", 3, Some("look")).unwrap().id, 1);
+    assert_eq!(store.mark("t", 5, None).unwrap().id, 2);
+    let again = Store::new(store.path(), Limits::default());
+    let latest = again.latest("s").unwrap().unwrap();
+    assert_eq!(
+        (latest.id, latest.log_length, latest.objective.as_deref()),
+        (1, 3, Some("look"))
+    );
+    assert_eq!(again.mark("s", 9, None).unwrap().id, 3);
+    assert_eq!(
+        again.list(None).unwrap().iter().map(|m| m.id).collect::<Vec<_>>(),
+        [3, 2, 1]
+    );
+}
+
+#[test]
+fn complete_fold_stamps_only_the_latest_active_mark() {
+    let (_dir, store) = temp_store();
+    let first = store.mark("s", 1, None).unwrap();
+    let second = store.mark("s", 2, None).unwrap();
+    assert!(!store.complete_fold("s", first.id).unwrap());
+    assert!(store.has_active("s").unwrap());
+    assert!(store.complete_fold("s", second.id).unwrap());
+    assert!(!store.complete_fold("s", second.id).unwrap());
+    assert!(!store.has_active("s").unwrap());
+    let reread = Store::new(store.path(), Limits::default());
+    assert!(reread.latest("s").unwrap().unwrap().folded_at.is_some());
+}
+
+#[cfg(unix)]
+#[test]
+fn files_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::new(dir.path().join("new/checkpoint.json"), Limits::default());
+    store.mark("s", 0, None).unwrap();
+    let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(store.path()), 0o600);
+    assert_eq!(mode(&dir.path().join("new")), 0o700);
+}
+
+#[test]
+fn prunes_per_session_and_by_age_but_never_reuses_ids() {
+    let (_dir, store) = temp_store();
+    store.set_limits(Limits {
+        max_marks_per_session: 2,
+        ..Limits::default()
+    });
+    for n in 0..5 {
+        store.mark("s", n, None).unwrap();
+    }
+    assert_eq!(
+        store.list(Some("s")).unwrap().iter().map(|m| m.id).collect::<Vec<_>>(),
+        [5, 4]
+    );
+    store.set_limits(Limits {
+        max_marks_per_session: 2,
+        max_age_ms: 0,
+    });
+    // Everything older than "now" goes; the new mark's id still continues from 6.
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    assert_eq!(store.mark("t", 0, None).unwrap().id, 6);
+}
+
+#[test]
+fn unreadable_files_are_never_overwritten() {
+    let cases: [(&[u8], &str); 6] = [
+        (b"", "STORE_CORRUPT"),
+        (b"{\"unit\":", "STORE_CORRUPT"),
+        (b"[]", "STORE_CORRUPT"),
+        (
+            br#"{"unit":{"name":"other","version":1},"global":{},"tables":{}}"#,
+            "STORE_CORRUPT",
+        ),
+        (
+            br#"{"unit":{"name":"checkpoint","version":2},"global":{},"tables":{}}"#,
+            "STORE_VERSION",
+        ),
+        (
+            br#"{"unit":{"name":"checkpoint","version":1},"tables":{"marks":{"1":{"id":2}}}}"#,
+            "STORE_CORRUPT",
+        ),
+    ];
+    for (bytes, code) in cases {
+        let (_dir, store) = temp_store();
+        fs::create_dir_all(store.path().parent().unwrap()).unwrap();
+        fs::write(store.path(), bytes).unwrap();
+        let err = store.mark("s", 1, None).unwrap_err();
+        assert_eq!(err.code(), code, "{err}");
+        assert!(err.to_string().contains(&store.path().display().to_string()));
+        assert_eq!(fs::read(store.path()).unwrap(), bytes);
+        assert_eq!(store.latest("s").unwrap_err().code(), code);
+    }
+}
+
+#[test]
+fn other_tables_and_globals_are_carried_through() {
+    let (_dir, store) = temp_store();
+    fs::create_dir_all(store.path().parent().unwrap()).unwrap();
+    fs::write(
+        store.path(),
+        br#"{"unit":{"name":"checkpoint","version":1},"global":{"x":1,"nextId":7},"tables":{"t":{"k":true}}}"#,
+    )
+    .unwrap();
+    assert_eq!(store.mark("s", 1, None).unwrap().id, 7);
+    let v: Value = serde_json::from_slice(&fs::read(store.path()).unwrap()).unwrap();
+    assert_eq!(v["global"]["x"], 1);
+    assert_eq!(v["global"]["nextId"], 8);
+    assert_eq!(v["tables"]["t"]["k"], true);
+}
+
+#[test]
+fn concurrent_writers_in_two_stores_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("checkpoint.json");
+    // Two Store values over one file behave like two processes (separate memory, one file lock).
+    let stores = [
+        Arc::new(Store::new(&path, Limits::default())),
+        Arc::new(Store::new(&path, Limits::default())),
+    ];
+    let handles: Vec<_> = (0..8)
+        .map(|t| {
+            let store = stores[t % 2].clone();
+            std::thread::spawn(move || {
+                (0..25)
+                    .map(|n| store.mark(&format!("s{t}"), n, None).unwrap().id)
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let mut ids: Vec<u64> = handles.into_iter().flat_map(|h| h.join().unwrap()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, (1..=200).collect::<Vec<_>>());
+    let fresh = Store::new(&path, Limits::default());
+    assert_eq!(fresh.list(None).unwrap().len(), 200);
+}
+
+#[test]
+fn another_writer_is_seen_even_when_the_file_looks_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("checkpoint.json");
+    let (a, b) = (
+        Store::new(&path, Limits::default()),
+        Store::new(&path, Limits::default()),
+    );
+    assert_eq!(a.mark("s", 1, None).unwrap().id, 1);
+    assert_eq!(b.mark("t", 1, None).unwrap().id, 2);
+    // What a coarse mtime (and a reused inode) can make true: a's view looks like the file.
+    lock(&a.cache).stamp = Some(FileStamp::of(&fs::metadata(&path).unwrap()));
+    assert_eq!(
+        a.mark("s", 2, None).unwrap().id,
+        3,
+        "the lock file's counter forces a re-read"
+    );
+    assert_eq!(Store::new(&path, Limits::default()).list(None).unwrap().len(), 3);
+}
+
+#[test]
+fn rejects_bad_input_without_touching_the_disk() {
+    let (_dir, store) = temp_store();
+    assert_eq!(store.mark("", 1, None).unwrap_err().code(), "INVALID_ARGUMENT");
+    assert_eq!(store.mark("a\nb", 1, None).unwrap_err().code(), "INVALID_ARGUMENT");
+    let huge = "x".repeat(MAX_OBJECTIVE_BYTES + 1);
+    assert_eq!(store.mark("s", 1, Some(&huge)).unwrap_err().code(), "INVALID_ARGUMENT");
+    assert!(!store.path().parent().unwrap().exists());
+}
