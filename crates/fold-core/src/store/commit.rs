@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::document::MarkRecord;
-use super::{lock, now_ms, Store, MAX_MARK_ID};
+use super::{lock, now_ms, sys, Store, MAX_MARK_ID};
 use crate::error::{FoldError, Result};
 
 /// A write queued for the next group commit.
@@ -52,7 +52,15 @@ impl Store {
                 queue.writing = true;
                 let batch = std::mem::take(&mut queue.pending);
                 drop(queue);
+                // Should the write panic, the guard hands the queue on: without it `writing`
+                // would stay set and every later writer would wait forever.
+                let guard = LeaderGuard {
+                    store: self,
+                    leader: ticket,
+                    others: batch.iter().map(|(t, _)| *t).filter(|t| *t != ticket).collect(),
+                };
                 let results = self.commit_batch(&batch);
+                std::mem::forget(guard);
                 queue = lock(&self.queue);
                 queue.writing = false;
                 for ((ticket, _), result) in batch.into_iter().zip(results) {
@@ -70,6 +78,9 @@ impl Store {
 
     /// Applies a batch under the cross-process lock and writes the file once.
     pub(super) fn commit_batch(&self, batch: &[(u64, Op)]) -> Vec<Result<Outcome>> {
+        if sys::Faults::take(&self.faults.leader_panic) {
+            panic!("test fault: the group-commit leader panics before writing");
+        }
         match self.try_commit_batch(batch) {
             Ok(results) => results.into_iter().map(Ok).collect(),
             Err(e) => batch.iter().map(|_| Err(e.clone())).collect(),
@@ -137,5 +148,35 @@ impl Store {
         let mut cache = lock(&self.cache);
         (cache.doc, cache.stamp, cache.generation) = (Some(Arc::new(doc)), Some(stamp), Some(generation + 1));
         Ok(outcomes)
+    }
+}
+
+/// Armed while a leader writes; dropped only when the write panicked (the normal path forgets
+/// it). Fails the other ops of the batch with an error instead of leaving them waiting, clears
+/// `writing` so the next writer leads, and forgets what memory knows about the file so that
+/// writer re-reads it whole.
+struct LeaderGuard<'a> {
+    store: &'a Store,
+    leader: u64,
+    others: Vec<u64>,
+}
+
+impl Drop for LeaderGuard<'_> {
+    fn drop(&mut self) {
+        lock(&self.store.cache).generation = None;
+        let mut queue = lock(&self.store.queue);
+        queue.writing = false;
+        for ticket in &self.others {
+            queue.done.insert(
+                *ticket,
+                Err(FoldError::StoreIo(format!(
+                    "checkpoint store {}: the write that carried this operation failed unexpectedly \
+                     (the writer panicked; ticket {} led it); it may not have been written, retry",
+                    self.store.path.display(),
+                    self.leader
+                ))),
+            );
+        }
+        self.store.written.notify_all();
     }
 }

@@ -103,6 +103,8 @@ pub struct Store {
     temp_counter: AtomicU64,
     /// Whether this process already swept the temp files of dead writers.
     swept: AtomicBool,
+    /// Failures a test asked for (see [`sys::Faults`]); none in production.
+    faults: sys::Faults,
 }
 
 impl std::fmt::Debug for Store {
@@ -160,6 +162,7 @@ impl Store {
             written: Condvar::new(),
             temp_counter: AtomicU64::new(0),
             swept: AtomicBool::new(false),
+            faults: sys::Faults::from_env(),
         }
     }
 

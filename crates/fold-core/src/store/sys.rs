@@ -48,3 +48,33 @@ pub(super) fn inode(meta: &fs::Metadata) -> u64 {
 pub(super) fn inode(_meta: &fs::Metadata) -> u64 {
     0
 }
+
+/// Failures a test asks for, so the paths that handle them run for real. Production never sets
+/// them: they come from `DSH_FOLD_TEST_FAULTS` (comma-separated names) when a store is created,
+/// or from a unit test setting the fields.
+#[derive(Debug, Default)]
+pub(super) struct Faults {
+    /// `leader-panic`: the next group-commit leader panics before it writes (once).
+    pub(super) leader_panic: std::sync::atomic::AtomicBool,
+}
+
+impl Faults {
+    /// The faults named in `DSH_FOLD_TEST_FAULTS`; none when it is unset.
+    pub(super) fn from_env() -> Self {
+        let faults = Self::default();
+        let Ok(names) = std::env::var("DSH_FOLD_TEST_FAULTS") else {
+            return faults;
+        };
+        for name in names.split(',').map(str::trim) {
+            if name == "leader-panic" {
+                faults.leader_panic.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        faults
+    }
+
+    /// Consumes a one-shot fault: true once after it was armed.
+    pub(super) fn take(flag: &std::sync::atomic::AtomicBool) -> bool {
+        flag.swap(false, std::sync::atomic::Ordering::SeqCst)
+    }
+}

@@ -184,3 +184,53 @@ fn rejects_bad_input_without_touching_the_disk() {
     assert_eq!(store.mark("s", 1, Some(&huge)).unwrap_err().code(), "INVALID_ARGUMENT");
     assert!(!store.path().parent().unwrap().exists());
 }
+
+/// Runs `f` on a thread and waits at most 60 s for it: a wedged store fails the test instead of
+/// hanging it.
+fn within_a_minute<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(f()));
+    rx.recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the store is wedged: a writer waited for over a minute")
+}
+
+#[test]
+fn a_leader_that_panics_does_not_wedge_later_writers() {
+    let (_dir, store) = temp_store();
+    let store = Arc::new(store);
+    assert_eq!(store.mark("s", 1, None).unwrap().id, 1);
+
+    // Hold the cross-process lock, so the next leader blocks with two more writers queued
+    // behind it; they become the next batch, whose leader panics.
+    let held = store.lock_file().unwrap();
+    let spawn_mark = |n: u64| {
+        let store = store.clone();
+        std::thread::spawn(move || store.mark("s", n, None))
+    };
+    let first = spawn_mark(2);
+    while !lock(&store.queue).writing {
+        std::thread::yield_now();
+    }
+    let (second, third) = (spawn_mark(3), spawn_mark(4));
+    while lock(&store.queue).pending.len() < 2 {
+        std::thread::yield_now();
+    }
+    store
+        .faults
+        .leader_panic
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    drop(held);
+    assert_eq!(within_a_minute(move || first.join()).unwrap().unwrap().id, 2);
+    // One of the two led the panicking batch (its thread panicked); the other, in the same
+    // batch, got an error instead of waiting forever.
+    let outcomes = within_a_minute(move || [second.join(), third.join()]);
+    assert_eq!(outcomes.iter().filter(|o| o.is_err()).count(), 1, "{outcomes:?}");
+    let waiter = outcomes.into_iter().find_map(Result::ok).unwrap();
+    assert_eq!(waiter.unwrap_err().code(), "STORE_IO");
+
+    // Later writers proceed, and what is on disk is intact.
+    let store2 = store.clone();
+    let later = within_a_minute(move || store2.mark("s", 5, None)).unwrap();
+    assert_eq!(later.id, 3);
+    assert_eq!(Store::new(store.path(), Limits::default()).list(None).unwrap().len(), 3);
+}
