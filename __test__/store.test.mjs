@@ -70,6 +70,33 @@ describe('mark / latestMark / hasActive / completeFold / listMarks', () => {
   })
 })
 
+describe('a store written by a newer minor version', () => {
+  it('reads marks with unknown fields and keeps the fields through its own writes', async () => {
+    const store = tempStore()
+    mkdirSync(path.dirname(store), { recursive: true })
+    const now = Date.now()
+    writeFileSync(
+      store,
+      JSON.stringify({
+        unit: { name: 'checkpoint', version: 1 },
+        global: { nextId: 2 },
+        tables: { marks: { 1: { id: 1, sessionId: 's', logLength: 4, createdAt: now, foldedAt: null, priority: 'high', links: [{ to: 7 }] } } },
+        extension: { by: 'newer' },
+      }),
+    )
+    assert.equal((await fold.latestMark(store, 's')).logLength, 4)
+    assert.equal(await fold.completeFold(store, 's', 1), true)
+    assert.equal((await fold.mark(store, 't', 9)).id, 2)
+    const marks = (await fold.listMarks(store)).map((m) => m.id)
+    assert.deepEqual(marks, [2, 1])
+    const onDisk = JSON.parse(readFileSync(store, 'utf8'))
+    assert.equal(onDisk.tables.marks['1'].priority, 'high')
+    assert.deepEqual(onDisk.tables.marks['1'].links, [{ to: 7 }])
+    assert.equal(typeof onDisk.tables.marks['1'].foldedAt, 'number')
+    assert.deepEqual(onDisk.extension, { by: 'newer' })
+  })
+})
+
 describe('bad input', () => {
   const store = tempStore()
   const cases = [

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::document::MarkRecord;
+use super::document::{MarkRecord, StoredMark};
 use super::{lock, now_ms, sys, Store, MAX_MARK_ID};
 use crate::error::{FoldError, Result};
 
@@ -118,12 +118,15 @@ impl Store {
                         folded_at: None,
                     };
                     doc.next_id += 1;
-                    doc.insert(mark.clone());
+                    doc.insert(StoredMark {
+                        mark: mark.clone(),
+                        extras: None,
+                    });
                     changed = true;
                     Outcome::Marked(mark)
                 }
                 Op::CompleteFold { session_id, mark_id } => {
-                    let latest = doc.latest.get(session_id.as_str()).copied();
+                    let latest = doc.latest_id(session_id);
                     let stamped = match doc.marks.get_mut(mark_id) {
                         Some(m) if latest == Some(*mark_id) && m.folded_at.is_none() => {
                             m.folded_at = Some(now);

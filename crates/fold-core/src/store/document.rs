@@ -1,10 +1,21 @@
 //! The store's document: the marks and whatever else the file holds, parsed from and serialized
 //! to DSH's storage-json layout, plus the per-session index and pruning.
+//!
+//! Unknown data is kept, never dropped: extra fields of a mark (a newer minor version may add
+//! some), extra keys of `global`, other tables and extra top-level keys are read, carried in
+//! memory and written back unchanged. What a mark must have (`id`, `sessionId`, `logLength`,
+//! `createdAt`, and `foldedAt` when present) is checked strictly.
+//!
+//! The file is parsed in one pass straight into records (no `serde_json::Value` per mark: that
+//! was half a second at 100,000 marks, bench/has-active.mjs).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
+use serde::de::{self, DeserializeSeed, MapAccess, Visitor};
+use serde::ser::{SerializeMap, Serializer};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
 use super::{Limits, MAX_MARK_ID, UNIT_NAME, UNIT_VERSION};
@@ -12,7 +23,7 @@ use crate::error::{FoldError, Result};
 
 /// One checkpoint mark as stored and as returned to callers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct MarkRecord {
     pub id: u64,
     pub session_id: String,
@@ -26,37 +37,54 @@ pub struct MarkRecord {
     pub folded_at: Option<u64>,
 }
 
-/// The whole file, parsed. Unknown `global` keys and other tables are carried through untouched.
+/// The names of a mark's own fields; any other field is an extra, kept as it is.
+const MARK_FIELDS: [&str; 6] = ["id", "sessionId", "logLength", "objective", "createdAt", "foldedAt"];
+
+/// A mark with the fields this version does not know.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct StoredMark {
+    pub(super) mark: MarkRecord,
+    pub(super) extras: Option<Map<String, Value>>,
+}
+
+/// The whole store, parsed.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Document {
     pub(super) next_id: u64,
     pub(super) marks: BTreeMap<u64, MarkRecord>,
-    /// Newest mark id of each session (the one `latest` answers with).
-    pub(super) latest: HashMap<String, u64>,
+    /// Each session's mark ids; the last is the one `latest` answers with.
+    pub(super) sessions: HashMap<String, BTreeSet<u64>>,
+    /// Unknown fields of the marks that have some.
+    pub(super) extras: HashMap<u64, Map<String, Value>>,
     pub(super) other_global: Map<String, Value>,
     pub(super) other_tables: Map<String, Value>,
+    pub(super) other_top: Map<String, Value>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct Unit {
-    pub(super) name: String,
-    pub(super) version: u64,
+struct Unit {
+    name: String,
+    version: u64,
 }
 
 impl Document {
+    /// A store with no file yet.
+    pub(super) fn empty() -> Self {
+        Self {
+            next_id: 1,
+            ..Self::default()
+        }
+    }
+
     pub(super) fn parse(path: &Path, bytes: &[u8]) -> Result<Self> {
-        let root: Value =
-            serde_json::from_slice(bytes).map_err(|e| FoldError::corrupt(path, format!("invalid JSON: {e}")))?;
-        let Value::Object(mut root) = root else {
-            return Err(FoldError::corrupt(path, "top level is not an object"));
-        };
-        let unit: Unit = root
-            .remove("unit")
-            .ok_or_else(|| FoldError::corrupt(path, "no `unit`"))
-            .and_then(|u| {
-                serde_json::from_value(u).map_err(|e| FoldError::corrupt(path, format!("bad `unit`: {e}")))
-            })?;
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        let raw = RootSeed.deserialize(&mut de).and_then(|raw| de.end().map(|()| raw));
+        let raw = raw.map_err(|e| match e.classify() {
+            serde_json::error::Category::Data => FoldError::corrupt(path, e),
+            _ => FoldError::corrupt(path, format!("invalid JSON: {e}")),
+        })?;
+        let unit = raw.unit.ok_or_else(|| FoldError::corrupt(path, "no `unit`"))?;
         if unit.name != UNIT_NAME {
             return Err(FoldError::corrupt(
                 path,
@@ -77,19 +105,7 @@ impl Document {
                 format!("unknown layout version {}", unit.version),
             ));
         }
-        let mut other_global = match root.remove("global") {
-            Some(Value::Object(g)) => g,
-            None => Map::new(),
-            Some(_) => return Err(FoldError::corrupt(path, "`global` is not an object")),
-        };
-        let mut other_tables = match root.remove("tables") {
-            Some(Value::Object(t)) => t,
-            None => Map::new(),
-            Some(_) => return Err(FoldError::corrupt(path, "`tables` is not an object")),
-        };
-        if let Some(key) = root.keys().next() {
-            return Err(FoldError::corrupt(path, format!("unexpected top-level key `{key}`")));
-        }
+        let mut other_global = raw.global;
         let mut next_id = match other_global.remove("nextId") {
             None => 1,
             Some(v) => v
@@ -102,24 +118,19 @@ impl Document {
                     )
                 })?,
         };
-        let rows = match other_tables.remove("marks") {
-            Some(Value::Object(rows)) => rows,
-            None => Map::new(),
-            Some(_) => return Err(FoldError::corrupt(path, "`tables.marks` is not an object")),
-        };
         let mut doc = Document {
             other_global,
-            other_tables,
+            other_tables: raw.tables.other,
+            other_top: raw.other,
             ..Default::default()
         };
-        for (key, row) in rows {
-            let mark: MarkRecord =
-                serde_json::from_value(row).map_err(|e| FoldError::corrupt(path, format!("mark `{key}`: {e}")))?;
-            if key != mark.id.to_string() || mark.id == 0 || mark.id > MAX_MARK_ID {
-                return Err(FoldError::corrupt(path, format!("mark `{key}` has id {}", mark.id)));
+        for (key, stored) in raw.tables.marks {
+            let id = stored.mark.id;
+            if key != id.to_string() || id == 0 || id > MAX_MARK_ID {
+                return Err(FoldError::corrupt(path, format!("mark `{key}` has id {id}")));
             }
-            next_id = next_id.max(mark.id + 1);
-            doc.insert(mark);
+            next_id = next_id.max(id + 1);
+            doc.insert(stored);
         }
         doc.next_id = next_id;
         Ok(doc)
@@ -129,8 +140,6 @@ impl Document {
     /// per mark first, then the bytes, was ~70 % of a write's CPU with 10,000 marks stored;
     /// bench/mark.mjs.)
     pub(super) fn to_json(&self) -> Vec<u8> {
-        use serde::ser::{SerializeMap, Serializer};
-
         /// The entries of `other` plus `key: value` (replacing an entry of that key).
         struct With<'a, V> {
             other: &'a Map<String, Value>,
@@ -147,11 +156,16 @@ impl Document {
                 map.end()
             }
         }
-        /// The marks table: `{"<id>": mark}` (serde_json writes integer keys as strings).
-        struct Marks<'a>(&'a BTreeMap<u64, MarkRecord>);
+        /// The marks table: `{"<id>": mark}`, each mark with its extras.
+        struct Marks<'a>(&'a Document);
         impl Serialize for Marks<'_> {
             fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-                s.collect_map(self.0)
+                let doc = self.0;
+                let mut map = s.serialize_map(Some(doc.marks.len()))?;
+                for (id, mark) in &doc.marks {
+                    map.serialize_entry(id, &MarkOut(mark, doc.extras.get(id)))?;
+                }
+                map.end()
             }
         }
         #[derive(Serialize)]
@@ -159,65 +173,287 @@ impl Document {
             name: &'static str,
             version: u64,
         }
-        #[derive(Serialize)]
-        struct Root<'a> {
-            unit: UnitOut,
-            global: With<'a, u64>,
-            tables: With<'a, Marks<'a>>,
+        struct Root<'a>(&'a Document);
+        impl Serialize for Root<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+                let doc = self.0;
+                let mut map = s.serialize_map(None)?;
+                map.serialize_entry(
+                    "unit",
+                    &UnitOut {
+                        name: UNIT_NAME,
+                        version: UNIT_VERSION,
+                    },
+                )?;
+                map.serialize_entry(
+                    "global",
+                    &With {
+                        other: &doc.other_global,
+                        key: "nextId",
+                        value: doc.next_id,
+                    },
+                )?;
+                map.serialize_entry(
+                    "tables",
+                    &With {
+                        other: &doc.other_tables,
+                        key: "marks",
+                        value: Marks(doc),
+                    },
+                )?;
+                for (k, v) in &doc.other_top {
+                    map.serialize_entry(k, v)?;
+                }
+                map.end()
+            }
         }
-        serde_json::to_vec(&Root {
-            unit: UnitOut {
-                name: UNIT_NAME,
-                version: UNIT_VERSION,
-            },
-            global: With {
-                other: &self.other_global,
-                key: "nextId",
-                value: self.next_id,
-            },
-            tables: With {
-                other: &self.other_tables,
-                key: "marks",
-                value: Marks(&self.marks),
-            },
-        })
-        .expect("document serializes")
+        serde_json::to_vec(&Root(self)).expect("document serializes")
     }
 
-    pub(super) fn insert(&mut self, mark: MarkRecord) {
-        let latest = self.latest.entry(mark.session_id.clone()).or_insert(mark.id);
-        *latest = (*latest).max(mark.id);
-        self.marks.insert(mark.id, mark);
+    /// Adds a mark (replacing one of the same id) and indexes it.
+    pub(super) fn insert(&mut self, stored: StoredMark) {
+        let StoredMark { mark, extras } = stored;
+        let id = mark.id;
+        if let Some(old) = self.marks.get(&id) {
+            if old.session_id != mark.session_id {
+                let old_session = old.session_id.clone();
+                self.unindex(&old_session, id);
+            }
+        }
+        self.sessions.entry(mark.session_id.clone()).or_default().insert(id);
+        self.marks.insert(id, mark);
+        match extras {
+            Some(extras) if !extras.is_empty() => {
+                self.extras.insert(id, extras);
+            }
+            _ => {
+                self.extras.remove(&id);
+            }
+        }
+    }
+
+    fn unindex(&mut self, session_id: &str, id: u64) {
+        if let Some(ids) = self.sessions.get_mut(session_id) {
+            ids.remove(&id);
+            if ids.is_empty() {
+                self.sessions.remove(session_id);
+            }
+        }
+    }
+
+    fn remove(&mut self, id: u64) {
+        if let Some(mark) = self.marks.remove(&id) {
+            self.unindex(&mark.session_id, id);
+            self.extras.remove(&id);
+        }
+    }
+
+    /// The id of the session's newest mark.
+    pub(super) fn latest_id(&self, session_id: &str) -> Option<u64> {
+        self.sessions.get(session_id).and_then(|ids| ids.last().copied())
     }
 
     pub(super) fn latest(&self, session_id: &str) -> Option<&MarkRecord> {
-        self.latest.get(session_id).and_then(|id| self.marks.get(id))
+        self.latest_id(session_id).and_then(|id| self.marks.get(&id))
     }
 
     /// Drops marks past the age limit and all but the newest `max_marks_per_session` per session.
     /// Returns whether anything was removed.
     pub(super) fn prune(&mut self, limits: Limits, now: u64) -> bool {
-        let before = self.marks.len();
         let cutoff = now.saturating_sub(limits.max_age_ms);
-        let mut kept_per_session: HashMap<&str, u32> = HashMap::new();
-        let mut doomed = Vec::new();
-        for (id, mark) in self.marks.iter().rev() {
-            let kept = kept_per_session.entry(mark.session_id.as_str()).or_default();
-            if mark.created_at < cutoff || *kept >= limits.max_marks_per_session {
-                doomed.push(*id);
-            } else {
-                *kept += 1;
+        let cap = limits.max_marks_per_session as usize;
+        let mut doomed: Vec<u64> = self
+            .marks
+            .values()
+            .filter(|m| m.created_at < cutoff)
+            .map(|m| m.id)
+            .collect();
+        for ids in self.sessions.values() {
+            if ids.len() > cap {
+                doomed.extend(ids.iter().take(ids.len() - cap));
             }
         }
-        for id in doomed {
-            self.marks.remove(&id);
+        for id in &doomed {
+            self.remove(*id);
         }
-        if self.marks.len() != before {
-            self.latest.clear();
-            for mark in self.marks.values() {
-                self.latest.insert(mark.session_id.clone(), mark.id);
+        !doomed.is_empty()
+    }
+}
+
+/// A mark's JSON: its own fields, then its extras (never one shadowing an own field).
+pub(super) struct MarkOut<'a>(pub(super) &'a MarkRecord, pub(super) Option<&'a Map<String, Value>>);
+
+impl Serialize for MarkOut<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let MarkOut(mark, extras) = *self;
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("id", &mark.id)?;
+        map.serialize_entry("sessionId", &mark.session_id)?;
+        map.serialize_entry("logLength", &mark.log_length)?;
+        if let Some(objective) = &mark.objective {
+            map.serialize_entry("objective", objective)?;
+        }
+        map.serialize_entry("createdAt", &mark.created_at)?;
+        map.serialize_entry("foldedAt", &mark.folded_at)?;
+        for (k, v) in extras.into_iter().flatten() {
+            if !MARK_FIELDS.contains(&k.as_str()) {
+                map.serialize_entry(k, v)?;
             }
         }
-        self.marks.len() != before
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for StoredMark {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct MarkVisitor;
+        impl<'de> Visitor<'de> for MarkVisitor {
+            type Value = StoredMark;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a mark object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<StoredMark, A::Error> {
+                let (mut id, mut session_id, mut log_length, mut created_at) = (None, None, None, None);
+                let (mut objective, mut folded_at) = (None, None);
+                let mut extras = Map::new();
+                // A repeated key: the last one wins, as in any JSON object read into a map.
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "id" => id = Some(map.next_value::<u64>()?),
+                        "sessionId" => session_id = Some(map.next_value::<String>()?),
+                        "logLength" => log_length = Some(map.next_value::<u64>()?),
+                        "objective" => objective = map.next_value::<Option<String>>()?,
+                        "createdAt" => created_at = Some(map.next_value::<u64>()?),
+                        "foldedAt" => folded_at = map.next_value::<Option<u64>>()?,
+                        _ => {
+                            extras.insert(key, map.next_value::<Value>()?);
+                        }
+                    }
+                }
+                let missing = |name: &'static str| de::Error::missing_field(name);
+                Ok(StoredMark {
+                    mark: MarkRecord {
+                        id: id.ok_or_else(|| missing("id"))?,
+                        session_id: session_id.ok_or_else(|| missing("sessionId"))?,
+                        log_length: log_length.ok_or_else(|| missing("logLength"))?,
+                        objective,
+                        created_at: created_at.ok_or_else(|| missing("createdAt"))?,
+                        folded_at,
+                    },
+                    extras: (!extras.is_empty()).then_some(extras),
+                })
+            }
+        }
+        d.deserialize_map(MarkVisitor)
+    }
+}
+
+/// The top level as read: the parts this version knows, and the rest.
+struct RawRoot {
+    unit: Option<Unit>,
+    global: Map<String, Value>,
+    tables: RawTables,
+    other: Map<String, Value>,
+}
+
+#[derive(Default)]
+struct RawTables {
+    /// `(key, mark)` in file order; a repeated key appears twice and the later one wins.
+    marks: Vec<(String, StoredMark)>,
+    other: Map<String, Value>,
+}
+
+struct RootSeed;
+
+impl<'de> DeserializeSeed<'de> for RootSeed {
+    type Value = RawRoot;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<RawRoot, D::Error> {
+        struct RootVisitor;
+        impl<'de> Visitor<'de> for RootVisitor {
+            type Value = RawRoot;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object at the top level")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<RawRoot, A::Error> {
+                let mut root = RawRoot {
+                    unit: None,
+                    global: Map::new(),
+                    tables: RawTables::default(),
+                    other: Map::new(),
+                };
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "unit" => {
+                            let unit = map
+                                .next_value::<Unit>()
+                                .map_err(|e| de::Error::custom(format!("bad `unit`: {e}")))?;
+                            root.unit = Some(unit);
+                        }
+                        "global" => {
+                            root.global = map
+                                .next_value::<Map<String, Value>>()
+                                .map_err(|e| de::Error::custom(format!("`global` is not an object: {e}")))?;
+                        }
+                        "tables" => root.tables = map.next_value::<RawTables>()?,
+                        _ => {
+                            root.other.insert(key, map.next_value::<Value>()?);
+                        }
+                    }
+                }
+                Ok(root)
+            }
+        }
+        d.deserialize_map(RootVisitor)
+    }
+}
+
+impl<'de> Deserialize<'de> for RawTables {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct TablesVisitor;
+        impl<'de> Visitor<'de> for TablesVisitor {
+            type Value = RawTables;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("`tables` as an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<RawTables, A::Error> {
+                let mut tables = RawTables::default();
+                while let Some(key) = map.next_key::<String>()? {
+                    if key == "marks" {
+                        tables.marks = map.next_value::<MarkRows>()?.0;
+                    } else {
+                        tables.other.insert(key, map.next_value::<Value>()?);
+                    }
+                }
+                Ok(tables)
+            }
+        }
+        d.deserialize_map(TablesVisitor)
+            .map_err(|e| de::Error::custom(format!("`tables`: {e}")))
+    }
+}
+
+/// The rows of `tables.marks`, each error naming its row.
+struct MarkRows(Vec<(String, StoredMark)>);
+
+impl<'de> Deserialize<'de> for MarkRows {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct RowsVisitor;
+        impl<'de> Visitor<'de> for RowsVisitor {
+            type Value = MarkRows;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("`tables.marks` as an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<MarkRows, A::Error> {
+                let mut rows = Vec::with_capacity(map.size_hint().unwrap_or(0));
+                while let Some(key) = map.next_key::<String>()? {
+                    let mark = map
+                        .next_value::<StoredMark>()
+                        .map_err(|e| de::Error::custom(format!("mark `{key}`: {e}")))?;
+                    rows.push((key, mark));
+                }
+                Ok(MarkRows(rows))
+            }
+        }
+        d.deserialize_map(RowsVisitor)
     }
 }

@@ -79,13 +79,7 @@ impl Store {
         let meta = match fs::metadata(&self.path) {
             Ok(meta) => meta,
             Err(e) if e.kind() == ErrorKind::NotFound => {
-                return Ok((
-                    Arc::new(Document {
-                        next_id: 1,
-                        ..Default::default()
-                    }),
-                    None,
-                ));
+                return Ok((Arc::new(Document::empty()), None));
             }
             Err(e) => return Err(FoldError::io(&self.path, "cannot stat", &e)),
         };

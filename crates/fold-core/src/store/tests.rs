@@ -234,3 +234,30 @@ fn a_leader_that_panics_does_not_wedge_later_writers() {
     assert_eq!(later.id, 3);
     assert_eq!(Store::new(store.path(), Limits::default()).list(None).unwrap().len(), 3);
 }
+
+#[test]
+fn unknown_fields_are_read_and_kept_through_a_rewrite() {
+    // What a newer minor version may write: extra fields in a mark, an extra top-level key.
+    let (_dir, store) = temp_store();
+    fs::create_dir_all(store.path().parent().unwrap()).unwrap();
+    fs::write(
+        store.path(),
+        format!(
+            r#"{{"unit":{{"name":"checkpoint","version":1}},"global":{{"nextId":2}},"tables":{{"marks":{{"1":{{"id":1,"sessionId":"s","logLength":4,"createdAt":{},"foldedAt":null,"color":"red","tags":["a",{{"b":2}}]}}}}}},"meta":{{"by":"newer"}}}}"#,
+            now_ms()
+        ),
+    )
+    .unwrap();
+    let latest = store.latest("s").unwrap().unwrap();
+    assert_eq!((latest.id, latest.log_length, latest.folded_at), (1, 4, None));
+    assert!(store.complete_fold("s", 1).unwrap());
+    store.mark("t", 9, None).unwrap();
+    let v: Value = serde_json::from_slice(&fs::read(store.path()).unwrap()).unwrap();
+    let kept = &v["tables"]["marks"]["1"];
+    assert_eq!(kept["color"], "red");
+    assert_eq!(kept["tags"], serde_json::json!(["a", {"b": 2}]));
+    assert!(kept["foldedAt"].is_u64());
+    assert_eq!(v["meta"]["by"], "newer");
+    assert_eq!(v["tables"]["marks"]["2"]["sessionId"], "t");
+    assert!(v["tables"]["marks"]["2"].get("color").is_none());
+}
