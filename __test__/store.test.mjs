@@ -68,6 +68,20 @@ describe('mark / latestMark / hasActive / completeFold / listMarks', () => {
     await rejectsWith(fold.mark({ path: store.path, maxMarksPerSession: 0 }, 's', 1), 'INVALID_ARGUMENT')
     await rejectsWith(fold.mark({ path: store.path, maxAgeDays: -1 }, 's', 1), 'INVALID_ARGUMENT')
   })
+
+  it('two plugins naming one path with different limits: the loosest applies, whoever calls', async () => {
+    // Two checkpoint services (say, two profiles of one host) share a file: one keeps 2 marks
+    // per session, the other 5. Pruning must not depend on which of them wrote last.
+    for (const order of [['tight', 'loose'], ['loose', 'tight']]) {
+      const file = tempStore()
+      const refs = { tight: { path: file, maxMarksPerSession: 2 }, loose: { path: file, maxMarksPerSession: 5 } }
+      for (const name of order) await fold.hasActive(refs[name], 'nobody') // each plugin's first call
+      for (let n = 0; n < 8; n++) await fold.mark(refs.tight, 's', n)
+      assert.deepEqual((await fold.listMarks(refs.tight, 's')).map((m) => m.id), [8, 7, 6, 5, 4], order.join(' then '))
+      await fold.mark(refs.loose, 's', 9)
+      assert.equal((await fold.listMarks(refs.loose, 's')).length, 5, order.join(' then '))
+    }
+  })
 })
 
 describe('a store written by a newer minor version', () => {

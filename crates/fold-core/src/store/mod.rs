@@ -66,6 +66,14 @@ impl Default for Limits {
 }
 
 impl Limits {
+    /// The limits that keep everything either keeps: the larger cap and the longer age.
+    pub fn loosest(self, other: Self) -> Self {
+        Self {
+            max_marks_per_session: self.max_marks_per_session.max(other.max_marks_per_session),
+            max_age_ms: self.max_age_ms.max(other.max_age_ms),
+        }
+    }
+
     /// Builds limits from caller input, rejecting nonsense.
     ///
     /// # Errors
@@ -92,11 +100,18 @@ impl Limits {
     }
 }
 
+/// The pruning limits of a store: those it was made with, and the loosest registered since.
+#[derive(Debug, Clone, Copy)]
+struct LimitSet {
+    given: Limits,
+    registered: Option<Limits>,
+}
+
 /// One checkpoint store file. Share it (`Arc`) between every caller of the same path.
 pub struct Store {
     path: PathBuf,
     lock_path: PathBuf,
-    limits: Mutex<Limits>,
+    limits: Mutex<LimitSet>,
     cache: Mutex<Cache>,
     queue: Mutex<Queue>,
     written: Condvar,
@@ -156,7 +171,10 @@ impl Store {
         Self {
             lock_path: path.with_file_name(lock_name),
             path,
-            limits: Mutex::new(limits),
+            limits: Mutex::new(LimitSet {
+                given: limits,
+                registered: None,
+            }),
             cache: Mutex::default(),
             queue: Mutex::default(),
             written: Condvar::new(),
@@ -170,13 +188,30 @@ impl Store {
         &self.path
     }
 
-    /// Replaces the pruning limits used from the next write on.
+    /// Replaces the pruning limits used from the next write on, and forgets every registered
+    /// one ([`Store::register_limits`]).
     pub fn set_limits(&self, limits: Limits) {
-        *lock(&self.limits) = limits;
+        *lock(&self.limits) = LimitSet {
+            given: limits,
+            registered: None,
+        };
     }
 
+    /// Registers one user's limits (a plugin's config): from then on the store prunes with the
+    /// loosest of every limits registered in this process, whatever the order of the calls. So
+    /// when two plugins name the same file with different limits, neither loses marks the other
+    /// keeps, and nothing depends on which one wrote last. (Registrations last as long as the
+    /// process: lowering a limit takes effect after a restart.)
+    pub fn register_limits(&self, limits: Limits) {
+        let mut set = lock(&self.limits);
+        set.registered = Some(set.registered.map_or(limits, |r| r.loosest(limits)));
+    }
+
+    /// The limits the next write prunes with: the loosest registered, else those given to
+    /// [`Store::new`] or [`Store::set_limits`].
     pub fn limits(&self) -> Limits {
-        *lock(&self.limits)
+        let set = lock(&self.limits);
+        set.registered.unwrap_or(set.given)
     }
 
     /// Records a new active mark for `session_id` and returns it once it is durable.

@@ -261,3 +261,30 @@ fn unknown_fields_are_read_and_kept_through_a_rewrite() {
     assert_eq!(v["tables"]["marks"]["2"]["sessionId"], "t");
     assert!(v["tables"]["marks"]["2"].get("color").is_none());
 }
+
+#[test]
+fn registered_limits_combine_into_the_loosest() {
+    let (_dir, store) = temp_store();
+    let tight = Limits {
+        max_marks_per_session: 2,
+        max_age_ms: 10_000_000,
+    };
+    let loose = Limits {
+        max_marks_per_session: 5,
+        max_age_ms: 1_000,
+    };
+    assert_eq!(store.limits(), Limits::default());
+    store.register_limits(tight);
+    assert_eq!(store.limits(), tight);
+    store.register_limits(loose);
+    store.register_limits(tight);
+    assert_eq!(
+        store.limits(),
+        Limits {
+            max_marks_per_session: 5,
+            max_age_ms: 10_000_000
+        }
+    );
+    store.set_limits(tight);
+    assert_eq!(store.limits(), tight);
+}
