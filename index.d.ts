@@ -80,10 +80,17 @@ export interface FoldRegion {
   foldedChars: number
 }
 
-/** Whether the session's newest mark exists and is not folded (from memory after the first load). */
+/**
+ * Whether the session's newest mark exists and is not folded (from memory once loaded; the
+ * first call waits for the load, which runs off-thread).
+ */
 export declare function hasActive(store: StoreRef, sessionId: string): Promise<boolean>
 
-/** `hasActive` without the promise, for hot paths (the turn guard runs it at every turn end). */
+/**
+ * `hasActive` without the promise, for hot paths: from memory. Before the store file is
+ * loaded it throws `STORE_LOADING` (and starts the load off-thread) rather than read the disk
+ * on the JS thread; after a failed load it throws that load's error (and tries again).
+ */
 export declare function hasActiveSync(store: StoreRef, sessionId: string): boolean
 
 /** Whether `value` is an error raised by dsh-fold (an `Error` whose `code` is one of ours). */
@@ -115,6 +122,14 @@ export interface NewMark {
   id: number
   logLength: number
 }
+
+/**
+ * Loads the store file into memory off the JS thread, so the first turn's `hasActive` /
+ * `latestMark` answer on the spot. A checkpoint plugin calls it when it mounts; it also
+ * registers the ref's limits. Resolves once loaded; rejects with the store's error when the
+ * file cannot be read (every later call reports it too).
+ */
+export declare function openStore(store: StoreRef): Promise<void>
 
 /** The commit-time check: does `snapshot` still select exactly `plan`'s region? */
 export declare function planMatches(plan: FoldPlan | FoldRegion, snapshot: Uint32Array): boolean

@@ -845,6 +845,7 @@ module.exports.isFoldError = nativeBinding.isFoldError
 module.exports.latestMark = nativeBinding.latestMark
 module.exports.listMarks = nativeBinding.listMarks
 module.exports.mark = nativeBinding.mark
+module.exports.openStore = nativeBinding.openStore
 module.exports.planMatches = nativeBinding.planMatches
 module.exports.rewind = nativeBinding.rewind
 module.exports.selectRegion = nativeBinding.selectRegion

@@ -178,6 +178,37 @@ describe('bad files are named, classified and left byte-for-byte unchanged', () 
   })
 })
 
+describe('a write that landed but whose directory fsync failed', () => {
+  it('resolves (the mark is there for every reader) and emits a process warning saying so', () => {
+    // DSH_FOLD_TEST_FAULTS=sync-dir makes every directory fsync fail with EIO (a test-only hook).
+    const store = tempStore()
+    const script = `
+      const f = require(${JSON.stringify(addonPath)})
+      const warnings = []
+      process.on('warning', (w) => warnings.push({ name: w.name, code: w.code, message: w.message }))
+      ;(async () => {
+        const m = await f.mark(${JSON.stringify(store)}, 's', 4, 'look')
+        const stamped = await f.completeFold(${JSON.stringify(store)}, 's', m.id)
+        await new Promise((r) => setImmediate(r))
+        process.stdout.write(JSON.stringify({ m, stamped, warnings }))
+      })()`
+    const out = execFileSync(process.execPath, ['-e', script], { env: { ...process.env, DSH_FOLD_TEST_FAULTS: 'sync-dir' } })
+    const { m, stamped, warnings } = JSON.parse(String(out))
+    assert.deepEqual(m, { id: 1, logLength: 4 })
+    assert.equal(stamped, true)
+    assert.ok(warnings.length >= 1, 'no warning was emitted')
+    for (const w of warnings) {
+      assert.equal(w.name, 'DshFoldWarning')
+      assert.equal(w.code, 'DSH_FOLD_STORE_DURABILITY')
+      assert.ok(w.message.includes(store), w.message)
+      assert.match(w.message, /fsync/)
+    }
+    // Every reader of the file sees what was acknowledged.
+    const doc = JSON.parse(readFileSync(store, 'utf8'))
+    assert.equal(typeof doc.tables.marks['1'].foldedAt, 'number')
+  })
+})
+
 describe('two processes', () => {
   it('marking one store at once lose nothing', async () => {
     const store = tempStore()

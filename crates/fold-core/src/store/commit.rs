@@ -4,8 +4,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::document::{MarkRecord, StoredMark};
-use super::{lock, now_ms, sys, Store, MAX_MARK_ID};
+use super::document::{Document, MarkRecord, StoredMark};
+use super::file::DiskView;
+use super::{lock, now_ms, sys, Stamp, Store, MAX_MARK_ID};
 use crate::error::{FoldError, Result};
 
 /// A write queued for the next group commit.
@@ -16,7 +17,7 @@ pub(super) enum Op {
         log_length: u64,
         objective: Option<String>,
     },
-    CompleteFold {
+    Stamp {
         session_id: String,
         mark_id: u64,
     },
@@ -25,7 +26,7 @@ pub(super) enum Op {
 #[derive(Debug, Clone)]
 pub(super) enum Outcome {
     Marked(MarkRecord),
-    Stamped(bool),
+    Stamp(Stamp),
 }
 
 #[derive(Default)]
@@ -88,10 +89,11 @@ impl Store {
     }
 
     pub(super) fn try_commit_batch(&self, batch: &[(u64, Op)]) -> Result<Vec<Outcome>> {
+        let mut disk = lock(&self.disk);
         self.ensure_dir()?;
         let mut file_lock = self.lock_file()?;
         let generation = self.read_generation(&mut file_lock)?;
-        let (current, stamp) = self.read_current(&lock(&self.cache), Some(generation))?;
+        let current = self.catch_up(&mut disk, Some(generation))?;
         let mut doc = (*current).clone();
         let now = now_ms();
         let mut changed = false;
@@ -125,31 +127,34 @@ impl Store {
                     changed = true;
                     Outcome::Marked(mark)
                 }
-                Op::CompleteFold { session_id, mark_id } => {
-                    let latest = doc.latest_id(session_id);
-                    let stamped = match doc.marks.get_mut(mark_id) {
-                        Some(m) if latest == Some(*mark_id) && m.folded_at.is_none() => {
+                Op::Stamp { session_id, mark_id } => {
+                    let stamp = stamp_of(&doc, session_id, *mark_id);
+                    if stamp == Stamp::Stamped {
+                        if let Some(m) = doc.marks.get_mut(mark_id) {
                             m.folded_at = Some(now);
-                            true
                         }
-                        _ => false,
-                    };
-                    changed |= stamped;
-                    Outcome::Stamped(stamped)
+                        changed = true;
+                    }
+                    Outcome::Stamp(stamp)
                 }
             });
         }
         changed |= doc.prune(self.limits(), now);
         if !changed {
-            let mut cache = lock(&self.cache);
-            (cache.doc, cache.stamp, cache.generation) = (Some(current), stamp, Some(generation));
             return Ok(outcomes);
         }
         // Bump the counter first: a crash between the two only makes others re-read needlessly.
         self.write_generation(&mut file_lock, generation + 1)?;
-        let stamp = self.write_durably(&doc.to_json())?;
-        let mut cache = lock(&self.cache);
-        (cache.doc, cache.stamp, cache.generation) = (Some(Arc::new(doc)), Some(stamp), Some(generation + 1));
+        let (stamp, warning) = self.write_durably(&doc.to_json())?;
+        if let Some(warning) = warning {
+            self.warn(warning);
+        }
+        self.set_doc(Arc::new(doc));
+        *disk = DiskView {
+            known: true,
+            stamp: Some(stamp),
+            generation: Some(generation + 1),
+        };
         Ok(outcomes)
     }
 }
@@ -166,7 +171,7 @@ struct LeaderGuard<'a> {
 
 impl Drop for LeaderGuard<'_> {
     fn drop(&mut self) {
-        lock(&self.store.cache).generation = None;
+        lock(&self.store.disk).known = false;
         let mut queue = lock(&self.store.queue);
         queue.writing = false;
         for ticket in &self.others {
@@ -181,5 +186,16 @@ impl Drop for LeaderGuard<'_> {
             );
         }
         self.store.written.notify_all();
+    }
+}
+
+/// What stamping `mark_id` of `session_id` would do to `doc`.
+pub(super) fn stamp_of(doc: &Document, session_id: &str, mark_id: u64) -> Stamp {
+    match doc.marks.get(&mark_id) {
+        Some(m) if m.session_id != session_id => Stamp::Missing,
+        None => Stamp::Missing,
+        Some(m) if m.folded_at.is_some() => Stamp::AlreadyStamped,
+        Some(_) if doc.latest_id(session_id) != Some(mark_id) => Stamp::NotLatest,
+        Some(_) => Stamp::Stamped,
     }
 }

@@ -35,68 +35,61 @@ impl FileStamp {
     }
 }
 
-/// The in-memory view of the file and the stamp of the version it was read from.
-#[derive(Default)]
-pub(super) struct Cache {
-    pub(super) doc: Option<Arc<Document>>,
+/// What memory corresponds to on disk. Kept under the store's `disk` lock, which every load,
+/// re-read and write holds while it works on the files.
+#[derive(Debug, Default)]
+pub(super) struct DiskView {
+    /// Whether memory holds what this view describes (false until the first read, and after a
+    /// writer panicked).
+    pub(super) known: bool,
+    /// The file memory was read from or written as; `None`: there was no file.
     pub(super) stamp: Option<FileStamp>,
-    /// The lock file's write counter when `doc` was read or written under the lock; `None` when
-    /// `doc` came from an unlocked read (the first load, a listing), which the next write re-reads.
+    /// The lock file's write counter when memory was read or written under the lock; `None`
+    /// after an unlocked read (a load, a listing), which the next write re-reads.
     pub(super) generation: Option<u64>,
 }
 
 impl Store {
-    /// The in-memory document, loading the file on first use.
-    pub(super) fn doc(&self) -> Result<Arc<Document>> {
-        if let Some(doc) = &lock(&self.cache).doc {
-            return Ok(doc.clone());
-        }
-        self.refresh()
-    }
-
-    /// Re-reads the file if it changed since we last read or wrote it.
-    pub(super) fn refresh(&self) -> Result<Arc<Document>> {
-        // Read while holding the cache so a concurrent writer's newer view is never replaced
-        // by an older one read before its rename.
-        let mut cache = lock(&self.cache);
-        let (doc, stamp) = self.read_current(&cache, None)?;
-        if !cache.doc.as_ref().is_some_and(|d| Arc::ptr_eq(d, &doc)) {
-            cache.generation = None;
-        }
-        cache.doc = Some(doc.clone());
-        cache.stamp = stamp;
-        Ok(doc)
-    }
-
-    /// The document as it is on disk now, reusing `cache` when the file is the one it holds:
-    /// same inode, length and mtime, and — when called under the lock with the lock file's
-    /// `generation` — no write by anyone since `cache` was taken.
-    pub(super) fn read_current(
-        &self,
-        cache: &Cache,
-        generation: Option<u64>,
-    ) -> Result<(Arc<Document>, Option<FileStamp>)> {
-        let meta = match fs::metadata(&self.path) {
-            Ok(meta) => meta,
-            Err(e) if e.kind() == ErrorKind::NotFound => {
-                return Ok((Arc::new(Document::empty()), None));
+    /// Brings memory up to date with the file (reading it only if it changed since memory was
+    /// read or written) and returns the document now in memory. Called with `disk` held;
+    /// `generation` is the lock file's counter when the caller holds the exclusive lock.
+    ///
+    /// The file is read and parsed with only `disk` held; memory is locked just to swap the new
+    /// document in, so readers keep answering from the old one meanwhile.
+    pub(super) fn catch_up(&self, disk: &mut DiskView, generation: Option<u64>) -> Result<Arc<Document>> {
+        let current = lock(&self.memory).doc.clone();
+        let stamp = match fs::metadata(&self.path) {
+            Ok(meta) if meta.is_dir() => {
+                return Err(FoldError::StoreIo(format!(
+                    "checkpoint store {} is a directory, not a file; it was left unchanged",
+                    self.path.display()
+                )))
             }
+            Ok(meta) => Some(FileStamp::of(&meta)),
+            Err(e) if e.kind() == ErrorKind::NotFound => None,
             Err(e) => return Err(FoldError::io(&self.path, "cannot stat", &e)),
         };
-        if meta.is_dir() {
-            return Err(FoldError::StoreIo(format!(
-                "checkpoint store {} is a directory, not a file; it was left unchanged",
-                self.path.display()
-            )));
-        }
-        let stamp = FileStamp::of(&meta);
-        if let (Some(doc), Some(seen)) = (&cache.doc, cache.stamp) {
-            if seen == stamp && (generation.is_none() || generation == cache.generation) {
-                return Ok((doc.clone(), Some(stamp)));
+        if let Some(doc) = current {
+            // Same inode, length and mtime, and — under the lock — no write by anyone since.
+            if disk.known && disk.stamp == stamp && (generation.is_none() || generation == disk.generation) {
+                return Ok(doc);
             }
         }
-        let bytes = fs::read(&self.path).map_err(|e| FoldError::io(&self.path, "cannot read", &e))?;
-        Ok((Arc::new(Document::parse(&self.path, &bytes)?), Some(stamp)))
+        let doc = match stamp {
+            None => Document::empty(),
+            Some(_) => {
+                let bytes = fs::read(&self.path).map_err(|e| FoldError::io(&self.path, "cannot read", &e))?;
+                Document::parse(&self.path, &bytes)?
+            }
+        };
+        let doc = Arc::new(doc);
+        self.set_doc(doc.clone());
+        *disk = DiskView {
+            known: true,
+            stamp,
+            generation,
+        };
+        Ok(doc)
     }
 
     pub(super) fn ensure_dir(&self) -> Result<()> {
@@ -170,9 +163,11 @@ impl Store {
         }
     }
 
-    /// temp → write → fsync → rename → fsync dir. Returns the stamp of the file now in place.
-    /// Called with the file lock held.
-    pub(super) fn write_durably(&self, bytes: &[u8]) -> Result<FileStamp> {
+    /// temp → write → fsync → rename → fsync dir. Returns the stamp of the file now in place,
+    /// and a warning when the rename landed but the directory fsync failed: the new file is what
+    /// every reader sees from then on, so the write is not reported as failed (it may not
+    /// survive a power loss, which the warning says). Called with the file lock held.
+    pub(super) fn write_durably(&self, bytes: &[u8]) -> Result<(FileStamp, Option<String>)> {
         let name = self.path.file_name().unwrap_or_default().to_string_lossy();
         // Once per process: leftovers come from writers that died before this one started (or
         // while it runs, swept by the next process), and a directory scan per write is waste.
@@ -201,18 +196,27 @@ impl Store {
                 .map_err(|e| FoldError::io(&self.path, "cannot rename the temp file over", &e))?;
             Ok(stamp)
         })();
-        if result.is_err() {
-            // Best effort: the temp file is ours and worthless now; the store file is untouched.
-            let _ = fs::remove_file(&temp);
-            return result;
-        }
-        sys::sync_dir(self.dir()).map_err(|e| {
-            FoldError::io(
-                &self.path,
-                &format!("cannot fsync the directory {}", self.dir().display()),
-                &e,
+        let stamp = match result {
+            Ok(stamp) => stamp,
+            Err(e) => {
+                // Best effort: the temp file is ours and worthless now; the store file is untouched.
+                let _ = fs::remove_file(&temp);
+                return Err(e);
+            }
+        };
+        let synced = if self.faults.sync_dir.load(Ordering::SeqCst) {
+            Err(std::io::Error::from_raw_os_error(5))
+        } else {
+            sys::sync_dir(self.dir())
+        };
+        let warning = synced.err().map(|e| {
+            format!(
+                "checkpoint store {}: the write landed (every reader of the file sees it) but fsyncing \
+                 the directory {} failed: {e}; it may not survive a power loss",
+                self.path.display(),
+                self.dir().display()
             )
-        })?;
-        result
+        });
+        Ok((stamp, warning))
     }
 }

@@ -16,6 +16,14 @@
 //!   names the file, and the file is never written over.
 //! - Reads (`latest`, `has_active`) come from memory once the file was loaded: a session lives
 //!   in one host process at a time, so its own marks in memory are current.
+//! - Memory is locked only for a lookup, a swap or applying a written batch. Loads, re-reads and
+//!   writes work on the files under a lock of their own and parse before they swap the result
+//!   in, so a reader never waits behind file work; the `*_in_memory` reads never touch the disk
+//!   (they say "not loaded" instead), for callers on the JS thread.
+//! - A write that landed where every reader sees it (renamed into place) is returned as written
+//!   even if the directory fsync after it failed: the failure is kept as a warning
+//!   ([`Store::take_warnings`]), since a mark reported lost would be taken twice.
+//! - Stamps say what they did ([`Stamp`]), so a caller can retry one safely.
 
 mod commit;
 mod document;
@@ -25,13 +33,14 @@ mod sys;
 mod tests;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use self::commit::{Op, Outcome, Queue};
+use self::document::Document;
 pub use self::document::MarkRecord;
-use self::file::Cache;
+use self::file::DiskView;
 use crate::error::{FoldError, Result};
 
 /// The storage unit name and the newest layout version this build reads and writes.
@@ -107,14 +116,46 @@ struct LimitSet {
     registered: Option<Limits>,
 }
 
+/// What [`Store::stamp`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stamp {
+    /// The mark was the session's latest and active; it is folded now (durable).
+    Stamped,
+    /// The mark was already folded (by this call's earlier attempt, or anyone): nothing to do.
+    AlreadyStamped,
+    /// The mark is active but no longer the session's latest: not stamped (only the latest
+    /// mark is ever folded).
+    NotLatest,
+    /// No such mark of this session (never taken, pruned, or another session's).
+    Missing,
+}
+
+/// What readers see. Held only for a lookup, a swap or applying a written batch — never through
+/// file work or parsing, so a reader on the JS thread never waits behind the disk.
+#[derive(Default)]
+struct Memory {
+    doc: Option<Arc<Document>>,
+    /// Why the last load failed, while nothing is loaded (for [`Store::has_active_in_memory`]).
+    failed: Option<FoldError>,
+}
+
+/// Most warnings kept until someone takes them ([`Store::take_warnings`]).
+const MAX_WARNINGS: usize = 32;
+
 /// One checkpoint store file. Share it (`Arc`) between every caller of the same path.
 pub struct Store {
     path: PathBuf,
     lock_path: PathBuf,
     limits: Mutex<LimitSet>,
-    cache: Mutex<Cache>,
+    memory: Mutex<Memory>,
+    /// Held through all file work (loads, re-reads, writes): what memory corresponds to on disk.
+    disk: Mutex<DiskView>,
     queue: Mutex<Queue>,
     written: Condvar,
+    /// Problems that did not fail an operation (a write landed but its directory fsync failed).
+    warnings: Mutex<Vec<String>>,
+    /// Whether a background load ([`Store::start_loading`]) is running.
+    loading: AtomicBool,
     temp_counter: AtomicU64,
     /// Whether this process already swept the temp files of dead writers.
     swept: AtomicBool,
@@ -131,8 +172,8 @@ impl std::fmt::Debug for Store {
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic while holding one of these leaves consistent data (every mutation is a swap),
-    // so a poisoned lock is still usable.
+    // A panic while holding one of these leaves consistent data (every mutation is a swap or
+    // a batch applied whole), so a poisoned lock is still usable.
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
@@ -175,9 +216,12 @@ impl Store {
                 given: limits,
                 registered: None,
             }),
-            cache: Mutex::default(),
+            memory: Mutex::default(),
+            disk: Mutex::default(),
             queue: Mutex::default(),
             written: Condvar::new(),
+            warnings: Mutex::default(),
+            loading: AtomicBool::new(false),
             temp_counter: AtomicU64::new(0),
             swept: AtomicBool::new(false),
             faults: sys::Faults::from_env(),
@@ -216,6 +260,11 @@ impl Store {
 
     /// Records a new active mark for `session_id` and returns it once it is durable.
     ///
+    /// A write whose data landed where every reader sees it (the rename happened) but whose
+    /// directory fsync then failed is returned as written: the failure is kept as a warning
+    /// ([`Store::take_warnings`]), since reporting the mark lost would make the model take
+    /// another one.
+    ///
     /// # Errors
     /// `INVALID_ARGUMENT` for a bad session id or an objective over [`MAX_OBJECTIVE_BYTES`];
     /// `STORE_*` when the file cannot be read, locked or written (then nothing was written).
@@ -236,56 +285,142 @@ impl Store {
         };
         match self.submit(op)? {
             Outcome::Marked(mark) => Ok(mark),
-            Outcome::Stamped(_) => unreachable!("a mark op yields a mark"),
+            Outcome::Stamp(_) => unreachable!("a mark op yields a mark"),
         }
     }
 
-    /// Stamps `foldedAt` on `mark_id` when it is the session's latest active mark; durable on return.
-    /// Returns whether it stamped (false: not the latest, already folded, or unknown).
+    /// Stamps `foldedAt` on `mark_id` when it is the session's latest active mark; durable on
+    /// return. Safe to retry: a retry after a stamp that landed answers
+    /// [`Stamp::AlreadyStamped`]. A write whose directory fsync failed counts as landed (see
+    /// [`Store::mark`]).
     ///
     /// # Errors
-    /// `INVALID_ARGUMENT` for a bad session id; `STORE_*` as for [`Store::mark`].
-    pub fn complete_fold(&self, session_id: &str, mark_id: u64) -> Result<bool> {
+    /// `INVALID_ARGUMENT` for a bad session id; `STORE_*` when the file cannot be read, locked
+    /// or written — then the stamp may be retried.
+    pub fn stamp(&self, session_id: &str, mark_id: u64) -> Result<Stamp> {
         check_session_id(session_id)?;
+        self.load()?;
         // Skip the durable write when memory already says there is nothing to stamp.
-        let doc = self.doc()?;
-        match doc.latest(session_id) {
-            Some(m) if m.id == mark_id && m.folded_at.is_none() => {}
-            _ => return Ok(false),
+        let answer = self.with_doc(|doc| commit::stamp_of(doc, session_id, mark_id));
+        if answer != Some(Stamp::Stamped) {
+            return Ok(answer.unwrap_or(Stamp::Missing));
         }
-        let op = Op::CompleteFold {
+        let op = Op::Stamp {
             session_id: session_id.to_owned(),
             mark_id,
         };
         match self.submit(op)? {
-            Outcome::Stamped(done) => Ok(done),
-            Outcome::Marked(_) => unreachable!("a stamp op yields a flag"),
+            Outcome::Stamp(stamp) => Ok(stamp),
+            Outcome::Marked(_) => unreachable!("a stamp op yields a stamp"),
         }
     }
 
-    /// The session's newest mark, folded or not, from memory.
+    /// [`Store::stamp`] as a yes/no: whether this call stamped the mark (false: not the
+    /// latest, already folded, or unknown).
+    ///
+    /// # Errors
+    /// As [`Store::stamp`].
+    pub fn complete_fold(&self, session_id: &str, mark_id: u64) -> Result<bool> {
+        Ok(self.stamp(session_id, mark_id)? == Stamp::Stamped)
+    }
+
+    /// The session's newest mark, folded or not, from memory (loading the file on first use,
+    /// on the calling thread: call it off the JS thread, or use [`Store::latest_in_memory`]).
     ///
     /// # Errors
     /// `INVALID_ARGUMENT` for a bad session id; `STORE_*` when the first load fails.
     pub fn latest(&self, session_id: &str) -> Result<Option<MarkRecord>> {
         check_session_id(session_id)?;
-        Ok(self.doc()?.latest(session_id).cloned())
+        self.load()?;
+        Ok(self.with_doc(|doc| doc.latest(session_id).cloned()).flatten())
     }
 
     /// [`Store::latest`] when the file is already in memory, without touching the disk; `None`
-    /// before the first load. Lets async callers answer without a blocking-pool hop.
+    /// before the first load finished (or after it failed). Lets callers on the JS thread
+    /// answer on the spot, and go off-thread only for the first load.
     pub fn latest_in_memory(&self, session_id: &str) -> Option<Result<Option<MarkRecord>>> {
-        let doc = lock(&self.cache).doc.clone()?;
-        Some(check_session_id(session_id).map(|()| doc.latest(session_id).cloned()))
+        if let Err(e) = check_session_id(session_id) {
+            return Some(Err(e));
+        }
+        self.with_doc(|doc| Ok(doc.latest(session_id).cloned()))
     }
 
-    /// Whether the session's newest mark exists and is not folded, from memory.
+    /// Whether the session's newest mark exists and is not folded, from memory (loading the
+    /// file on first use, on the calling thread; see [`Store::latest`]).
     ///
     /// # Errors
     /// As [`Store::latest`].
     pub fn has_active(&self, session_id: &str) -> Result<bool> {
-        check_session_id(session_id)?;
-        Ok(self.doc()?.latest(session_id).is_some_and(|m| m.folded_at.is_none()))
+        Ok(self.latest(session_id)?.is_some_and(|m| m.folded_at.is_none()))
+    }
+
+    /// [`Store::has_active`] without touching the disk: `None` while the file was never loaded,
+    /// `Some(Err(..))` with the error of the last load when it failed.
+    pub fn has_active_in_memory(&self, session_id: &str) -> Option<Result<bool>> {
+        if let Err(e) = check_session_id(session_id) {
+            return Some(Err(e));
+        }
+        let memory = lock(&self.memory);
+        match (&memory.doc, &memory.failed) {
+            (Some(doc), _) => Some(Ok(doc.latest(session_id).is_some_and(|m| m.folded_at.is_none()))),
+            (None, Some(e)) => Some(Err(e.clone())),
+            (None, None) => None,
+        }
+    }
+
+    /// Whether the file is in memory (reads answer without touching the disk).
+    pub fn is_loaded(&self) -> bool {
+        lock(&self.memory).doc.is_some()
+    }
+
+    /// Loads the file into memory if it is not yet: on the calling thread, waiting for any other
+    /// load or write of this store in progress. A no-op once loaded.
+    ///
+    /// # Errors
+    /// `STORE_*` when the file cannot be read (remembered for [`Store::has_active_in_memory`]
+    /// until a load succeeds).
+    pub fn load(&self) -> Result<()> {
+        if self.is_loaded() {
+            return Ok(());
+        }
+        let mut disk = lock(&self.disk);
+        if self.is_loaded() {
+            return Ok(()); // another thread loaded it while we waited
+        }
+        match self.catch_up(&mut disk, None) {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                lock(&self.memory).failed = Some(e.clone());
+                Err(e)
+            }
+        }
+    }
+
+    /// Starts loading the file on a thread of its own unless it is loaded or loading, and
+    /// returns at once. For callers on the JS thread that cannot wait (`hasActiveSync`).
+    pub fn start_loading(self: &Arc<Self>) {
+        if self.is_loaded() || self.loading.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let store = self.clone();
+        let spawned = std::thread::Builder::new()
+            .name("dsh-fold-store-load".into())
+            .spawn(move || {
+                let _ = store.load();
+                store.loading.store(false, Ordering::SeqCst);
+            });
+        if spawned.is_err() {
+            self.loading.store(false, Ordering::SeqCst);
+        }
+    }
+
+    /// What a host calls when it starts using the store (a plugin's mount): loads the file so
+    /// the first turn's reads answer from memory.
+    ///
+    /// # Errors
+    /// As [`Store::load`].
+    pub fn open(&self) -> Result<()> {
+        self.load()
     }
 
     /// Every mark (of one session, or all), newest first. Re-reads the file when another
@@ -297,7 +432,10 @@ impl Store {
         if let Some(s) = session_id {
             check_session_id(s)?;
         }
-        let doc = self.refresh()?;
+        let doc = {
+            let mut disk = lock(&self.disk);
+            self.catch_up(&mut disk, None)?
+        };
         Ok(doc
             .marks
             .values()
@@ -305,6 +443,37 @@ impl Store {
             .filter(|m| session_id.is_none_or(|s| m.session_id == s))
             .cloned()
             .collect())
+    }
+
+    /// The warnings of operations that succeeded with a problem worth telling (a durable write
+    /// whose directory fsync failed), oldest first; each is returned once.
+    pub fn take_warnings(&self) -> Vec<String> {
+        std::mem::take(&mut *lock(&self.warnings))
+    }
+
+    fn warn(&self, warning: String) {
+        let mut warnings = lock(&self.warnings);
+        if warnings.len() >= MAX_WARNINGS {
+            warnings.remove(0);
+        }
+        warnings.push(warning);
+    }
+
+    /// Runs `f` on the document in memory (briefly holding the memory lock); `None` when the
+    /// file is not loaded.
+    fn with_doc<T>(&self, f: impl FnOnce(&Document) -> T) -> Option<T> {
+        lock(&self.memory).doc.as_deref().map(f)
+    }
+
+    /// Puts `doc` in memory. The old document is dropped after the lock is released: freeing
+    /// 100,000 marks takes milliseconds a reader should not wait for.
+    fn set_doc(&self, doc: Arc<Document>) {
+        let old = {
+            let mut memory = lock(&self.memory);
+            memory.failed = None;
+            memory.doc.replace(doc)
+        };
+        drop(old);
     }
 }
 

@@ -56,6 +56,8 @@ pub(super) fn inode(_meta: &fs::Metadata) -> u64 {
 pub(super) struct Faults {
     /// `leader-panic`: the next group-commit leader panics before it writes (once).
     pub(super) leader_panic: std::sync::atomic::AtomicBool,
+    /// `sync-dir`: every directory fsync fails with EIO (what a rename's durability hinges on).
+    pub(super) sync_dir: std::sync::atomic::AtomicBool,
 }
 
 impl Faults {
@@ -66,9 +68,12 @@ impl Faults {
             return faults;
         };
         for name in names.split(',').map(str::trim) {
-            if name == "leader-panic" {
-                faults.leader_panic.store(true, std::sync::atomic::Ordering::SeqCst);
-            }
+            let flag = match name {
+                "leader-panic" => &faults.leader_panic,
+                "sync-dir" => &faults.sync_dir,
+                _ => continue,
+            };
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
         }
         faults
     }

@@ -166,7 +166,7 @@ fn another_writer_is_seen_even_when_the_file_looks_unchanged() {
     assert_eq!(a.mark("s", 1, None).unwrap().id, 1);
     assert_eq!(b.mark("t", 1, None).unwrap().id, 2);
     // What a coarse mtime (and a reused inode) can make true: a's view looks like the file.
-    lock(&a.cache).stamp = Some(FileStamp::of(&fs::metadata(&path).unwrap()));
+    lock(&a.disk).stamp = Some(FileStamp::of(&fs::metadata(&path).unwrap()));
     assert_eq!(
         a.mark("s", 2, None).unwrap().id,
         3,
@@ -287,4 +287,120 @@ fn registered_limits_combine_into_the_loosest() {
     );
     store.set_limits(tight);
     assert_eq!(store.limits(), tight);
+}
+
+#[test]
+fn a_write_whose_directory_fsync_fails_is_durable_for_every_reader_and_returned() {
+    // The rename landed: every reader of the file sees the mark. Reporting it lost would make
+    // the model mark again; the mark is returned and the fsync failure surfaces as a warning.
+    let (_dir, store) = temp_store();
+    store.faults.sync_dir.store(true, std::sync::atomic::Ordering::SeqCst);
+    let mark = store.mark("s", 3, None).expect("the mark landed");
+    assert_eq!(mark.id, 1);
+    assert_eq!(
+        Store::new(store.path(), Limits::default())
+            .latest("s")
+            .unwrap()
+            .unwrap()
+            .id,
+        1
+    );
+    // Memory has it, and the problem is kept as a warning naming the file and the directory.
+    assert_eq!(store.latest_in_memory("s").unwrap().unwrap().unwrap().id, 1);
+    let warnings = store.take_warnings();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains(&store.path().display().to_string()),
+        "{}",
+        warnings[0]
+    );
+    assert!(warnings[0].contains("fsyncing the directory"), "{}", warnings[0]);
+    assert!(store.take_warnings().is_empty(), "each warning is handed out once");
+    // The same for a stamp; a retry then answers that it is done.
+    assert_eq!(store.stamp("s", 1).unwrap(), Stamp::Stamped);
+    assert_eq!(store.take_warnings().len(), 1);
+    assert_eq!(store.stamp("s", 1).unwrap(), Stamp::AlreadyStamped);
+    assert!(Store::new(store.path(), Limits::default())
+        .latest("s")
+        .unwrap()
+        .unwrap()
+        .folded_at
+        .is_some());
+}
+
+#[test]
+fn stamp_says_what_it_did_and_can_be_retried() {
+    let (_dir, store) = temp_store();
+    let first = store.mark("s", 1, None).unwrap();
+    let second = store.mark("s", 2, None).unwrap();
+    store.mark("t", 1, None).unwrap();
+    assert_eq!(store.stamp("s", first.id).unwrap(), Stamp::NotLatest);
+    assert_eq!(store.stamp("s", 99).unwrap(), Stamp::Missing);
+    assert_eq!(
+        store.stamp("t", second.id).unwrap(),
+        Stamp::Missing,
+        "another session's mark"
+    );
+    assert_eq!(store.stamp("s", second.id).unwrap(), Stamp::Stamped);
+    assert_eq!(store.stamp("s", second.id).unwrap(), Stamp::AlreadyStamped);
+    // What another process sees on disk: a stamp there is AlreadyStamped here after a re-read.
+    let other = Store::new(store.path(), Limits::default());
+    assert_eq!(other.stamp("s", second.id).unwrap(), Stamp::AlreadyStamped);
+    assert_eq!(store.stamp("", 1).unwrap_err().code(), "INVALID_ARGUMENT");
+}
+
+#[test]
+fn readers_of_memory_never_wait_for_file_work() {
+    let (_dir, store) = temp_store();
+    let store = Arc::new(store);
+    store.mark("s", 1, None).unwrap();
+    // Whoever works on the files (a load, a re-read, a writer) holds `disk` throughout.
+    let working = lock(&store.disk);
+    let reader = store.clone();
+    let answers = within_a_minute(move || {
+        (
+            reader.latest_in_memory("s").unwrap().unwrap().map(|m| m.id),
+            reader.has_active_in_memory("s").unwrap().unwrap(),
+            reader.is_loaded(),
+        )
+    });
+    assert_eq!(answers, (Some(1), true, true));
+    drop(working);
+}
+
+#[test]
+fn before_the_first_load_memory_says_so_and_a_failed_load_is_remembered() {
+    let (_dir, store) = temp_store();
+    assert!(store.latest_in_memory("s").is_none());
+    assert!(store.has_active_in_memory("s").is_none());
+    assert_eq!(
+        store.has_active_in_memory("").unwrap().unwrap_err().code(),
+        "INVALID_ARGUMENT"
+    );
+    fs::create_dir_all(store.path().parent().unwrap()).unwrap();
+    fs::write(store.path(), b"nope").unwrap();
+    assert_eq!(store.load().unwrap_err().code(), "STORE_CORRUPT");
+    assert_eq!(
+        store.has_active_in_memory("s").unwrap().unwrap_err().code(),
+        "STORE_CORRUPT"
+    );
+    assert!(store.latest_in_memory("s").is_none());
+    fs::remove_file(store.path()).unwrap();
+    store.load().unwrap();
+    assert!(!store.has_active_in_memory("s").unwrap().unwrap());
+}
+
+#[test]
+fn a_background_load_fills_memory() {
+    let (_dir, store) = temp_store();
+    store.mark("s", 1, None).unwrap();
+    let fresh = Arc::new(Store::new(store.path(), Limits::default()));
+    fresh.start_loading();
+    let waiting = fresh.clone();
+    within_a_minute(move || {
+        while !waiting.is_loaded() {
+            std::thread::yield_now();
+        }
+    });
+    assert!(fresh.has_active_in_memory("s").unwrap().unwrap());
 }
