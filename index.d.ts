@@ -34,6 +34,12 @@ export interface RewindHost {
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+/**
+ * Folds the store's journal into the store file now, so a tool that reads only the file sees
+ * every mark. Resolves once done (nothing to do for a store that does not exist).
+ */
+export declare function compactStore(store: StoreRef): Promise<void>
+
 /** Stamps `markId` folded when it is the session's latest active mark; `false` changes nothing. */
 export declare function completeFold(store: StoreRef, sessionId: string, markId: number): Promise<boolean>
 
@@ -124,10 +130,11 @@ export interface NewMark {
 }
 
 /**
- * Loads the store file into memory off the JS thread, so the first turn's `hasActive` /
- * `latestMark` answer on the spot. A checkpoint plugin calls it when it mounts; it also
- * registers the ref's limits. Resolves once loaded; rejects with the store's error when the
- * file cannot be read (every later call reports it too).
+ * Loads the store into memory off the JS thread, so the first turn's `hasActive` /
+ * `latestMark` answer on the spot, and folds a non-empty journal into the store file (best
+ * effort). A checkpoint plugin calls it when it mounts; it also registers the ref's limits.
+ * Resolves once loaded; rejects with the store's error when it cannot be read (every later
+ * call reports it too).
  */
 export declare function openStore(store: StoreRef): Promise<void>
 

@@ -8,7 +8,9 @@ mod host;
 mod report;
 mod store;
 mod zstd;
-pub use crate::store::{complete_fold, has_active, has_active_sync, latest_mark, list_marks, mark, open_store};
+pub use crate::store::{
+    compact_store, complete_fold, has_active, has_active_sync, latest_mark, list_marks, mark, open_store,
+};
 pub use crate::zstd::decode_zstd;
 
 use std::sync::{Arc, Mutex};

@@ -1,5 +1,5 @@
 //! The checkpoint store's exports: `mark`, `latestMark`, `hasActive`, `hasActiveSync`,
-//! `completeFold`, `listMarks`, and `openStore` (what a plugin calls at mount).
+//! `completeFold`, `listMarks`, `openStore` (what a plugin calls at mount) and `compactStore`.
 //!
 //! The JS thread never does file work here: reads answer from memory on the spot once the file
 //! is loaded; before that, the async reads wait for a load that runs off-thread, and
@@ -274,10 +274,11 @@ pub fn list_marks<'e>(
     )
 }
 
-/// Loads the store file into memory off the JS thread, so the first turn's `hasActive` /
-/// `latestMark` answer on the spot. A checkpoint plugin calls it when it mounts; it also
-/// registers the ref's limits. Resolves once loaded; rejects with the store's error when the
-/// file cannot be read (every later call reports it too).
+/// Loads the store into memory off the JS thread, so the first turn's `hasActive` /
+/// `latestMark` answer on the spot, and folds a non-empty journal into the store file (best
+/// effort). A checkpoint plugin calls it when it mounts; it also registers the ref's limits.
+/// Resolves once loaded; rejects with the store's error when it cannot be read (every later
+/// call reports it too).
 #[napi(ts_args_type = "store: StoreRef", ts_return_type = "Promise<void>")]
 pub fn open_store<'e>(env: &'e Env, store: Unknown<'e>) -> Result<PromiseRaw<'e, ()>> {
     let store = match convert::store(&store)? {
@@ -288,6 +289,22 @@ pub fn open_store<'e>(env: &'e Env, store: Unknown<'e>) -> Result<PromiseRaw<'e,
     promise(
         env,
         async move { off_thread(move || store.open()).await },
+        move |env, ()| emit_warnings(env, &warned),
+    )
+}
+
+/// Folds the store's journal into the store file now, so a tool that reads only the file sees
+/// every mark. Resolves once done (nothing to do for a store that does not exist).
+#[napi(ts_args_type = "store: StoreRef", ts_return_type = "Promise<void>")]
+pub fn compact_store<'e>(env: &'e Env, store: Unknown<'e>) -> Result<PromiseRaw<'e, ()>> {
+    let store = match convert::store(&store)? {
+        Ok(s) => s,
+        Err(e) => return rejected(env, e),
+    };
+    let warned = store.clone();
+    promise(
+        env,
+        async move { off_thread(move || store.compact()).await },
         move |env, ()| emit_warnings(env, &warned),
     )
 }

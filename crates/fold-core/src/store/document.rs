@@ -18,6 +18,7 @@ use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
+use super::journal::Change;
 use super::{Limits, MAX_MARK_ID, UNIT_NAME, UNIT_VERSION};
 use crate::error::{FoldError, Result};
 
@@ -50,6 +51,8 @@ pub(super) struct StoredMark {
 /// The whole store, parsed.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Document {
+    /// The layout version of the file it was read from (0: no file).
+    pub(super) version: u64,
     pub(super) next_id: u64,
     pub(super) marks: BTreeMap<u64, MarkRecord>,
     /// Each session's mark ids; the last is the one `latest` answers with.
@@ -119,6 +122,7 @@ impl Document {
                 })?,
         };
         let mut doc = Document {
+            version: unit.version,
             other_global,
             other_tables: raw.tables.other,
             other_top: raw.other,
@@ -255,6 +259,78 @@ impl Document {
 
     pub(super) fn latest(&self, session_id: &str) -> Option<&MarkRecord> {
         self.latest_id(session_id).and_then(|id| self.marks.get(&id))
+    }
+
+    /// Checks that `changes` can be replayed here: a journaled mark whose id this document gives
+    /// to a different mark means the journal does not belong to this store file.
+    pub(super) fn check(&self, path: &Path, changes: &[Change]) -> Result<()> {
+        for change in changes {
+            if let Change::Mark(stored) = change {
+                let new = &stored.mark;
+                if let Some(old) = self.marks.get(&new.id) {
+                    if (&old.session_id, old.log_length, old.created_at)
+                        != (&new.session_id, new.log_length, new.created_at)
+                    {
+                        return Err(FoldError::corrupt(
+                            path,
+                            format!(
+                                "its journal has a mark {} (session {}) that the store file has for session {}",
+                                new.id, new.session_id, old.session_id
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Replays journaled changes ([`Document::check`] them first). Idempotent: a mark already
+    /// here is kept as it is (it may be folded since), a fold of a folded or unknown mark does
+    /// nothing. Returns the sessions whose marks changed.
+    pub(super) fn apply(&mut self, changes: Vec<Change>) -> Vec<String> {
+        let mut touched = Vec::new();
+        for change in changes {
+            match change {
+                Change::Mark(stored) => {
+                    let id = stored.mark.id;
+                    self.next_id = self.next_id.max(id + 1);
+                    if !self.marks.contains_key(&id) {
+                        touched.push(stored.mark.session_id.clone());
+                        self.insert(stored);
+                    }
+                }
+                Change::Fold { id, folded_at } => {
+                    if let Some(mark) = self.marks.get_mut(&id) {
+                        if mark.folded_at.is_none() {
+                            mark.folded_at = Some(folded_at);
+                        }
+                    }
+                }
+            }
+        }
+        touched
+    }
+
+    /// The pruning of one write, without a pass over every mark: the sessions that got marks
+    /// are cut to the cap, and marks past the age limit are dropped from the oldest id on until
+    /// the first one within it (ids grow with time; [`Document::prune`] at every rewrite of
+    /// the file catches what that misses).
+    pub(super) fn prune_after(&mut self, limits: Limits, now: u64, sessions: &[String]) {
+        let cap = limits.max_marks_per_session as usize;
+        let mut doomed = Vec::new();
+        for session in sessions {
+            if let Some(ids) = self.sessions.get(session) {
+                if ids.len() > cap {
+                    doomed.extend(ids.iter().take(ids.len() - cap));
+                }
+            }
+        }
+        let cutoff = now.saturating_sub(limits.max_age_ms);
+        doomed.extend(self.marks.values().take_while(|m| m.created_at < cutoff).map(|m| m.id));
+        for id in doomed {
+            self.remove(id);
+        }
     }
 
     /// Drops marks past the age limit and all but the newest `max_marks_per_session` per session.

@@ -1,33 +1,47 @@
-//! The durable checkpoint-mark store: one JSON file shared by every process of a profile.
+//! The durable checkpoint-mark store: one JSON file and its journal, shared by every process of
+//! a profile.
 //!
 //! Contract:
-//! - Layout follows DSH's storage-json files so DSH tooling can read it:
-//!   `{"unit":{"name":"checkpoint","version":1},"global":{"nextId":N},"tables":{"marks":{"<id>":Mark}}}`.
-//! - Mark ids are integers, monotonic per file from 1, never reused (`global.nextId` survives pruning).
-//! - A write returns only after the new file is on disk: temp file (0600) → write → fsync →
-//!   rename → fsync directory. A crash leaves the old or the new file, never a torn one.
-//! - Every read-modify-write holds an exclusive lock on `<file>.lock` and re-reads the file
-//!   when another process changed it since we last saw it, so no process loses another's marks.
-//!   "Changed" is decided by a write counter kept in the lock file (bumped under the lock before
-//!   every write) and the file's inode/length/mtime: mtimes alone can be coarser than two writes.
+//! - The store file keeps DSH's storage-json layout, so DSH tooling can read it:
+//!   `{"unit":{"name":"checkpoint","version":2},"global":{"nextId":N},"tables":{"marks":{"<id>":Mark}}}`.
+//!   It is complete as of its last rewrite; the changes since are in `<file>.journal`
+//!   ([`journal`]): a mark or a stamp is one fsync'd append there, not a rewrite of every mark.
+//!   The journal is folded into the file when it outgrows it (and 64 KiB), when a host opens
+//!   the store ([`Store::open`]), and on request ([`Store::compact`]). Layout version 2 means
+//!   "read the journal too": older dsh-fold versions refuse it (`STORE_VERSION`) instead of
+//!   reading a stale file and reusing ids. Version 1 files are read, and rewritten as 2 by the
+//!   first write.
+//! - Mark ids are integers, monotonic per store from 1, never reused (`global.nextId` survives
+//!   pruning; a journaled mark raises it).
+//! - A write returns only after it is on disk: an append is written and fsync'd; a rewrite is
+//!   temp file (0600) → write → fsync → rename → fsync directory. A crash leaves the old or the
+//!   new store file, and a journal whose torn tail (never acknowledged) is cut by the next
+//!   writer.
+//! - Every write holds an exclusive lock on `<file>.lock` and first catches up with what other
+//!   processes wrote: nothing when the write counter in the lock file says nobody wrote, the
+//!   appended journal lines when the store file is unchanged, else a full read. Reads that go
+//!   to the files (the first load, a listing) hold the lock shared.
 //! - Concurrent writers in one process are batched: one leader writes everything queued
 //!   while the previous write was in flight (group commit), each caller waits for its own result.
-//! - A file we cannot read (bad JSON, wrong unit, newer version, a directory) is an error that
-//!   names the file, and the file is never written over.
+//! - Files we cannot read (bad JSON, wrong unit, newer version, damage before the journal's
+//!   tail, a directory) are an error that names the file, and nothing is written over them.
 //! - Reads (`latest`, `has_active`) come from memory once the file was loaded: a session lives
 //!   in one host process at a time, so its own marks in memory are current.
 //! - Memory is locked only for a lookup, a swap or applying a written batch. Loads, re-reads and
 //!   writes work on the files under a lock of their own and parse before they swap the result
 //!   in, so a reader never waits behind file work; the `*_in_memory` reads never touch the disk
 //!   (they say "not loaded" instead), for callers on the JS thread.
-//! - A write that landed where every reader sees it (renamed into place) is returned as written
-//!   even if the directory fsync after it failed: the failure is kept as a warning
+//! - A write that landed where every reader sees it is returned as written even if the
+//!   directory fsync after it failed: the failure is kept as a warning
 //!   ([`Store::take_warnings`]), since a mark reported lost would be taken twice.
 //! - Stamps say what they did ([`Stamp`]), so a caller can retry one safely.
+//! - Pruning (limits per path, [`Store::register_limits`]) happens in memory at every write and
+//!   in the file at every rewrite, so the files stay within about twice the pruned store.
 
 mod commit;
 mod document;
 mod file;
+mod journal;
 mod sys;
 #[cfg(test)]
 mod tests;
@@ -40,12 +54,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use self::commit::{Op, Outcome, Queue};
 use self::document::Document;
 pub use self::document::MarkRecord;
-use self::file::DiskView;
+use self::file::{DiskView, Held};
 use crate::error::{FoldError, Result};
 
-/// The storage unit name and the newest layout version this build reads and writes.
+/// The storage unit name and the layout version this build writes (it reads 1 and 2).
 pub const UNIT_NAME: &str = "checkpoint";
-pub const UNIT_VERSION: u64 = 1;
+pub const UNIT_VERSION: u64 = 2;
 
 /// Largest objective accepted, in bytes of UTF-8.
 pub const MAX_OBJECTIVE_BYTES: usize = 4096;
@@ -146,6 +160,7 @@ const MAX_WARNINGS: usize = 32;
 pub struct Store {
     path: PathBuf,
     lock_path: PathBuf,
+    journal_path: PathBuf,
     limits: Mutex<LimitSet>,
     memory: Mutex<Memory>,
     /// Held through all file work (loads, re-reads, writes): what memory corresponds to on disk.
@@ -207,10 +222,14 @@ impl Store {
     /// A store over `path`. Nothing is read or created until the first operation.
     pub fn new(path: impl Into<PathBuf>, limits: Limits) -> Self {
         let path = path.into();
-        let mut lock_name = path.file_name().unwrap_or_default().to_os_string();
-        lock_name.push(".lock");
+        let beside = |suffix: &str| {
+            let mut name = path.file_name().unwrap_or_default().to_os_string();
+            name.push(suffix);
+            path.with_file_name(name)
+        };
         Self {
-            lock_path: path.with_file_name(lock_name),
+            lock_path: beside(".lock"),
+            journal_path: beside(".journal"),
             path,
             limits: Mutex::new(LimitSet {
                 given: limits,
@@ -373,11 +392,11 @@ impl Store {
         lock(&self.memory).doc.is_some()
     }
 
-    /// Loads the file into memory if it is not yet: on the calling thread, waiting for any other
-    /// load or write of this store in progress. A no-op once loaded.
+    /// Loads the store into memory if it is not yet: on the calling thread, waiting for any
+    /// other load or write of this store in progress. A no-op once loaded.
     ///
     /// # Errors
-    /// `STORE_*` when the file cannot be read (remembered for [`Store::has_active_in_memory`]
+    /// `STORE_*` when the files cannot be read (remembered for [`Store::has_active_in_memory`]
     /// until a load succeeds).
     pub fn load(&self) -> Result<()> {
         if self.is_loaded() {
@@ -387,13 +406,22 @@ impl Store {
         if self.is_loaded() {
             return Ok(()); // another thread loaded it while we waited
         }
-        match self.catch_up(&mut disk, None) {
-            Ok(_) => Ok(()),
-            Err(e) => {
-                lock(&self.memory).failed = Some(e.clone());
-                Err(e)
-            }
+        let loaded = self.read_shared(&mut disk);
+        if let Err(e) = &loaded {
+            lock(&self.memory).failed = Some(e.clone());
         }
+        loaded
+    }
+
+    /// Catches memory up with the files under the shared lock (without one when there is no
+    /// lock file to take).
+    fn read_shared(&self, disk: &mut DiskView) -> Result<()> {
+        let mut shared = self.lock_shared()?;
+        let held = match shared.as_mut() {
+            Some(file) => Held::Shared(self.read_generation(file)?),
+            None => Held::Nothing,
+        };
+        self.catch_up(disk, held)
     }
 
     /// Starts loading the file on a thread of its own unless it is loaded or loading, and
@@ -414,13 +442,35 @@ impl Store {
         }
     }
 
-    /// What a host calls when it starts using the store (a plugin's mount): loads the file so
-    /// the first turn's reads answer from memory.
+    /// What a host calls when it starts using the store (a plugin's mount): loads it, so the
+    /// first turn's reads answer from memory, and folds a non-empty journal into the store file,
+    /// so tools that read only the file see everything. The fold is best effort: when it
+    /// fails (a read-only directory...) the store works as it is, and a warning says why.
     ///
     /// # Errors
     /// As [`Store::load`].
     pub fn open(&self) -> Result<()> {
-        self.load()
+        self.load()?;
+        let pending = {
+            let disk = lock(&self.disk);
+            disk.journal_id
+                .is_some_and(|id| disk.journal_len > journal::header(id).len() as u64)
+        };
+        if pending {
+            if let Err(e) = self.compact_now() {
+                self.warn(format!("{e} (the journal keeps every change)"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Folds the journal into the store file now, under the exclusive lock. Does nothing (and
+    /// creates nothing) when there is no store yet.
+    ///
+    /// # Errors
+    /// `STORE_*` when the files cannot be read or written (the journal keeps every change).
+    pub fn compact(&self) -> Result<()> {
+        self.compact_now()
     }
 
     /// Every mark (of one session, or all), newest first. Re-reads the file when another
@@ -432,17 +482,20 @@ impl Store {
         if let Some(s) = session_id {
             check_session_id(s)?;
         }
-        let doc = {
-            let mut disk = lock(&self.disk);
-            self.catch_up(&mut disk, None)?
-        };
-        Ok(doc
-            .marks
-            .values()
-            .rev()
-            .filter(|m| session_id.is_none_or(|s| m.session_id == s))
-            .cloned()
-            .collect())
+        let mut disk = lock(&self.disk);
+        self.read_shared(&mut disk)?;
+        // Listed with `disk` held, so no writer changes memory meanwhile (which would make it
+        // copy the document that this listing is reading).
+        Ok(self
+            .with_doc(|doc| {
+                doc.marks
+                    .values()
+                    .rev()
+                    .filter(|m| session_id.is_none_or(|s| m.session_id == s))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default())
     }
 
     /// The warnings of operations that succeeded with a problem worth telling (a durable write
@@ -453,6 +506,11 @@ impl Store {
 
     fn warn(&self, warning: String) {
         let mut warnings = lock(&self.warnings);
+        // One write can meet the same failure twice (the rename's directory fsync, then the
+        // new journal's): one warning says it.
+        if warnings.last() == Some(&warning) {
+            return;
+        }
         if warnings.len() >= MAX_WARNINGS {
             warnings.remove(0);
         }
@@ -463,6 +521,21 @@ impl Store {
     /// file is not loaded.
     fn with_doc<T>(&self, f: impl FnOnce(&Document) -> T) -> Option<T> {
         lock(&self.memory).doc.as_deref().map(f)
+    }
+
+    /// A copy of the document in memory, to change and write whole (a rewrite).
+    fn doc_snapshot(&self) -> Document {
+        let doc = lock(&self.memory).doc.clone().expect("memory is loaded once caught up");
+        Arc::unwrap_or_clone(doc)
+    }
+
+    /// Changes the document in memory in place (the changes of one append), briefly holding
+    /// the memory lock. No copy is made unless someone holds the document outside the lock.
+    fn update_doc(&self, f: impl FnOnce(&mut Document)) {
+        let mut memory = lock(&self.memory);
+        if let Some(doc) = memory.doc.as_mut() {
+            f(Arc::make_mut(doc));
+        }
     }
 
     /// Puts `doc` in memory. The old document is dropped after the lock is released: freeing

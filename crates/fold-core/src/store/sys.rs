@@ -49,6 +49,20 @@ pub(super) fn inode(_meta: &fs::Metadata) -> u64 {
     0
 }
 
+/// A random 64-bit number (a journal's id), from the standard library's randomly keyed hasher
+/// plus the time and the process: it only has to differ from the journal it replaces.
+pub(super) fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    hasher.write_u32(std::process::id());
+    hasher.finish()
+}
+
 /// Failures a test asks for, so the paths that handle them run for real. Production never sets
 /// them: they come from `DSH_FOLD_TEST_FAULTS` (comma-separated names) when a store is created,
 /// or from a unit test setting the fields.
@@ -58,6 +72,9 @@ pub(super) struct Faults {
     pub(super) leader_panic: std::sync::atomic::AtomicBool,
     /// `sync-dir`: every directory fsync fails with EIO (what a rename's durability hinges on).
     pub(super) sync_dir: std::sync::atomic::AtomicBool,
+    /// `torn-append`: a journal append writes half its line, fsyncs it and stops there for good
+    /// (the thread parks), so a test can SIGKILL the process mid-append.
+    pub(super) torn_append: std::sync::atomic::AtomicBool,
 }
 
 impl Faults {
@@ -71,6 +88,7 @@ impl Faults {
             let flag = match name {
                 "leader-panic" => &faults.leader_panic,
                 "sync-dir" => &faults.sync_dir,
+                "torn-append" => &faults.torn_append,
                 _ => continue,
             };
             flag.store(true, std::sync::atomic::Ordering::SeqCst);

@@ -93,7 +93,7 @@ fn unreadable_files_are_never_overwritten() {
             "STORE_CORRUPT",
         ),
         (
-            br#"{"unit":{"name":"checkpoint","version":2},"global":{},"tables":{}}"#,
+            br#"{"unit":{"name":"checkpoint","version":3},"global":{},"tables":{}}"#,
             "STORE_VERSION",
         ),
         (
@@ -164,15 +164,15 @@ fn another_writer_is_seen_even_when_the_file_looks_unchanged() {
         Store::new(&path, Limits::default()),
     );
     assert_eq!(a.mark("s", 1, None).unwrap().id, 1);
-    assert_eq!(b.mark("t", 1, None).unwrap().id, 2);
-    // What a coarse mtime (and a reused inode) can make true: a's view looks like the file.
-    lock(&a.disk).stamp = Some(FileStamp::of(&fs::metadata(&path).unwrap()));
-    assert_eq!(
-        a.mark("s", 2, None).unwrap().id,
-        3,
-        "the lock file's counter forces a re-read"
-    );
-    assert_eq!(Store::new(&path, Limits::default()).list(None).unwrap().len(), 3);
+    assert_eq!(b.mark("t", 1, None).unwrap().id, 2); // an append a has not read
+    assert_eq!(a.mark("s", 2, None).unwrap().id, 3);
+    b.compact().unwrap(); // a rewrite of the store file and a fresh journal
+                          // What a coarse mtime and a reused inode can make true: the rewritten store file looks like
+                          // the one a read. The fresh journal's id still tells a to read everything again.
+    lock(&a.disk).base = Some(FileStamp::of(&fs::metadata(&path).unwrap()));
+    assert_eq!(b.mark("t", 2, None).unwrap().id, 4);
+    assert_eq!(a.mark("s", 3, None).unwrap().id, 5, "a saw b's rewrite and b's append");
+    assert_eq!(Store::new(&path, Limits::default()).list(None).unwrap().len(), 5);
 }
 
 #[test]
@@ -252,7 +252,9 @@ fn unknown_fields_are_read_and_kept_through_a_rewrite() {
     assert_eq!((latest.id, latest.log_length, latest.folded_at), (1, 4, None));
     assert!(store.complete_fold("s", 1).unwrap());
     store.mark("t", 9, None).unwrap();
+    store.compact().unwrap(); // the journal's changes into the file
     let v: Value = serde_json::from_slice(&fs::read(store.path()).unwrap()).unwrap();
+    assert_eq!(v["unit"]["version"], 2);
     let kept = &v["tables"]["marks"]["1"];
     assert_eq!(kept["color"], "red");
     assert_eq!(kept["tags"], serde_json::json!(["a", {"b": 2}]));
@@ -316,10 +318,21 @@ fn a_write_whose_directory_fsync_fails_is_durable_for_every_reader_and_returned(
     );
     assert!(warnings[0].contains("fsyncing the directory"), "{}", warnings[0]);
     assert!(store.take_warnings().is_empty(), "each warning is handed out once");
-    // The same for a stamp; a retry then answers that it is done.
+    // A stamp is a journal append (no directory fsync); a retry answers that it is done.
     assert_eq!(store.stamp("s", 1).unwrap(), Stamp::Stamped);
-    assert_eq!(store.take_warnings().len(), 1);
+    assert!(store.take_warnings().is_empty());
     assert_eq!(store.stamp("s", 1).unwrap(), Stamp::AlreadyStamped);
+    // A rewrite whose directory fsync fails keeps the journal (its changes durable there too,
+    // in case the rename does not survive), and warns; the next good rewrite resets it.
+    let journal = store.path().with_file_name("checkpoint.json.journal");
+    let journal_before = fs::read(&journal).unwrap();
+    store.compact().unwrap();
+    assert_eq!(store.take_warnings().len(), 1);
+    assert_eq!(fs::read(&journal).unwrap(), journal_before);
+    store.faults.sync_dir.store(false, std::sync::atomic::Ordering::SeqCst);
+    store.compact().unwrap();
+    assert!(store.take_warnings().is_empty());
+    assert!(fs::read(&journal).unwrap().len() < journal_before.len());
     assert!(Store::new(store.path(), Limits::default())
         .latest("s")
         .unwrap()
@@ -403,4 +416,123 @@ fn a_background_load_fills_memory() {
         }
     });
     assert!(fresh.has_active_in_memory("s").unwrap().unwrap());
+}
+
+fn journal_of(store: &Store) -> Vec<u8> {
+    fs::read(&store.journal_path).unwrap()
+}
+
+#[test]
+fn marks_and_stamps_after_the_first_are_journal_appends() {
+    let (_dir, store) = temp_store();
+    store.mark("s", 1, None).unwrap(); // the first write: the store file and an empty journal
+    let base = fs::metadata(store.path()).unwrap();
+    let header_len = journal_of(&store).len();
+    store.mark("t", 2, None).unwrap();
+    assert!(store.complete_fold("t", 2).unwrap());
+    let after = fs::metadata(store.path()).unwrap();
+    assert_eq!(
+        FileStamp::of(&after),
+        FileStamp::of(&base),
+        "the store file was rewritten"
+    );
+    let journal = journal_of(&store);
+    assert_eq!(
+        journal.iter().filter(|&&b| b == b'\n').count(),
+        3,
+        "a header and two appends"
+    );
+    assert!(journal.len() > header_len);
+    // A new reader replays the journal onto the file.
+    let fresh = Store::new(store.path(), Limits::default());
+    let t = fresh.latest("t").unwrap().unwrap();
+    assert_eq!((t.id, t.folded_at.is_some()), (2, true));
+}
+
+#[test]
+fn the_journal_is_folded_into_the_file_when_it_outgrows_it_and_at_open() {
+    let (_dir, store) = temp_store();
+    store.set_limits(Limits {
+        max_marks_per_session: 1_000_000,
+        max_age_ms: u64::MAX,
+    });
+    store.mark("s", 0, None).unwrap();
+    let objective = "o".repeat(1000);
+    let mut rewrites = 0;
+    let mut ino = FileStamp::of(&fs::metadata(store.path()).unwrap()).ino;
+    for n in 1..200 {
+        store.mark("s", n, Some(&objective)).unwrap();
+        let now = FileStamp::of(&fs::metadata(store.path()).unwrap()).ino;
+        if now != ino {
+            rewrites += 1;
+            ino = now;
+        }
+        // never much more journal than the file (and the 64 KiB floor) before it is folded in
+        let (journal, file) = (
+            journal_of(&store).len() as u64,
+            fs::metadata(store.path()).unwrap().len(),
+        );
+        assert!(
+            journal <= commit::COMPACT_AFTER_BYTES.max(file) + 1200,
+            "journal {journal}, file {file}"
+        );
+    }
+    assert!(
+        (1..=6).contains(&rewrites),
+        "{rewrites} rewrites for 200 marks of ~1 KB"
+    );
+    // open() folds whatever is left; afterwards the file alone holds every mark.
+    store.mark("s", 999, None).unwrap();
+    let fresh = Store::new(store.path(), Limits::default());
+    fresh.open().unwrap();
+    let v: Value = serde_json::from_slice(&fs::read(store.path()).unwrap()).unwrap();
+    assert_eq!(
+        v["tables"]["marks"].as_object().unwrap().len(),
+        64,
+        "pruned to the default cap at the rewrite"
+    );
+    assert_eq!(
+        journal_of(&store).iter().filter(|&&b| b == b'\n').count(),
+        1,
+        "just a header"
+    );
+    assert!(fresh.take_warnings().is_empty());
+}
+
+#[test]
+fn a_version_1_file_is_read_and_rewritten_as_version_2_by_the_first_write() {
+    let (_dir, store) = temp_store();
+    fs::create_dir_all(store.path().parent().unwrap()).unwrap();
+    let v1 = format!(
+        r#"{{"unit":{{"name":"checkpoint","version":1}},"global":{{"nextId":8}},"tables":{{"marks":{{"7":{{"id":7,"sessionId":"s","logLength":2,"createdAt":{},"foldedAt":null}}}}}}}}"#,
+        now_ms()
+    );
+    fs::write(store.path(), &v1).unwrap();
+    assert_eq!(store.latest("s").unwrap().unwrap().id, 7);
+    assert_eq!(fs::read_to_string(store.path()).unwrap(), v1, "reading changes nothing");
+    assert_eq!(store.mark("t", 1, None).unwrap().id, 8);
+    let v: Value = serde_json::from_slice(&fs::read(store.path()).unwrap()).unwrap();
+    assert_eq!(v["unit"]["version"], 2);
+    assert_eq!(
+        v["tables"]["marks"]["8"]["sessionId"], "t",
+        "written whole, not appended"
+    );
+}
+
+#[test]
+fn a_failed_append_leaves_the_journal_as_it_was_and_memory_untouched() {
+    let (_dir, store) = temp_store();
+    store.mark("s", 1, None).unwrap();
+    store.mark("s", 2, None).unwrap();
+    let before = journal_of(&store);
+    // The journal becomes a directory: opening it for an append fails.
+    fs::remove_file(&store.journal_path).unwrap();
+    fs::create_dir(&store.journal_path).unwrap();
+    let err = store.mark("s", 3, None).unwrap_err();
+    assert_eq!(err.code(), "STORE_IO", "{err}");
+    assert!(err.to_string().contains("checkpoint.json.journal"), "{err}");
+    assert_eq!(store.latest_in_memory("s").unwrap().unwrap().unwrap().id, 2);
+    fs::remove_dir(&store.journal_path).unwrap();
+    fs::write(&store.journal_path, &before).unwrap();
+    assert_eq!(store.mark("s", 3, None).unwrap().id, 3);
 }
