@@ -1,7 +1,7 @@
 // The checkpoint store through the addon's public API: every verb, every error code,
 // unchanged bytes on bad files, marks seen by a new process, two processes at once.
 import assert from 'node:assert/strict'
-import { execFileSync, spawn } from 'node:child_process'
+import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
@@ -177,12 +177,28 @@ describe('bad files are named, classified and left byte-for-byte unchanged', () 
     await assert.rejects(fold.mark(store, 's', 1), (e) => e.code === 'STORE_IO' && e.message.includes(store))
     assert.ok(statSync(store).isDirectory())
   })
-  it('an unreadable file → STORE_IO (needs a non-root user)', { skip: process.getuid?.() === 0 && 'root reads every file, so the permission case cannot happen' }, async () => {
+  it('an unreadable file → STORE_IO (as root, checked in a child process running as nobody)', async (t) => {
     const store = tempStore()
     mkdirSync(path.dirname(store), { recursive: true })
     writeFileSync(store, '{}')
     chmodSync(store, 0)
-    await assert.rejects(fold.mark(store, 's', 1), (e) => e.code === 'STORE_IO')
+    if (process.getuid?.() !== 0) {
+      await assert.rejects(fold.mark(store, 's', 1), (e) => e.code === 'STORE_IO' && e.message.includes(store))
+      return
+    }
+    // root reads every file: drop to nobody (uid/gid 65534) in a child, with the directories
+    // on the way traversable for it.
+    const probe = spawnSync(process.execPath, ['-e', `require(${JSON.stringify(addonPath)})`], { uid: 65534, gid: 65534, encoding: 'utf8' })
+    if (probe.status !== 0) return t.skip(`running as root, and user nobody cannot load the addon from ${addonPath} to check as non-root: ${(probe.stderr || String(probe.error)).trim().split('\n')[0]}`)
+    chmodSync(path.dirname(store), 0o755)
+    chmodSync(path.dirname(path.dirname(store)), 0o755)
+    const script = `require(${JSON.stringify(addonPath)}).mark(${JSON.stringify(store)}, 's', 1).then(
+      () => process.stdout.write('resolved'), (e) => process.stdout.write(JSON.stringify({ code: e.code, message: e.message })))`
+    const out = execFileSync(process.execPath, ['-e', script], { uid: 65534, gid: 65534, encoding: 'utf8' })
+    const e = JSON.parse(out)
+    assert.equal(e.code, 'STORE_IO', out)
+    assert.ok(e.message.includes(store), out)
+    assert.match(e.message, /[Pp]ermission denied|os error 13/)
   })
 })
 
