@@ -484,18 +484,22 @@ impl Store {
         }
         let mut disk = lock(&self.disk);
         self.read_shared(&mut disk)?;
-        // Listed with `disk` held, so no writer changes memory meanwhile (which would make it
-        // copy the document that this listing is reading).
-        Ok(self
-            .with_doc(|doc| {
-                doc.marks
-                    .values()
-                    .rev()
-                    .filter(|m| session_id.is_none_or(|s| m.session_id == s))
-                    .cloned()
-                    .collect()
-            })
-            .unwrap_or_default())
+        // Listed outside the memory lock (copying 100,000 marks takes milliseconds a reader
+        // should not wait for), with `disk` held so no writer changes memory meanwhile (which
+        // would make it copy the document this listing holds).
+        let Some(doc) = lock(&self.memory).doc.clone() else {
+            return Ok(Vec::new());
+        };
+        let marks = doc
+            .marks
+            .values()
+            .rev()
+            .filter(|m| session_id.is_none_or(|s| m.session_id == s))
+            .cloned()
+            .collect();
+        drop(doc);
+        drop(disk);
+        Ok(marks)
     }
 
     /// The warnings of operations that succeeded with a problem worth telling (a durable write
