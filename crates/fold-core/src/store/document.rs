@@ -130,7 +130,7 @@ impl Document {
         };
         for (key, stored) in raw.tables.marks {
             let id = stored.mark.id;
-            if key != id.to_string() || id == 0 || id > MAX_MARK_ID {
+            if !names(&key, id) || id == 0 || id > MAX_MARK_ID {
                 return Err(FoldError::corrupt(path, format!("mark `{key}` has id {id}")));
             }
             next_id = next_id.max(id + 1);
@@ -224,7 +224,15 @@ impl Document {
                 self.unindex(&old_session, id);
             }
         }
-        self.sessions.entry(mark.session_id.clone()).or_default().insert(id);
+        // The session's id is copied once per session, not once per mark.
+        match self.sessions.get_mut(&mark.session_id) {
+            Some(ids) => {
+                ids.insert(id);
+            }
+            None => {
+                self.sessions.insert(mark.session_id.clone(), BTreeSet::from([id]));
+            }
+        }
         self.marks.insert(id, mark);
         match extras {
             Some(extras) if !extras.is_empty() => {
@@ -354,6 +362,13 @@ impl Document {
         }
         !doomed.is_empty()
     }
+}
+
+/// Whether a row's key is `id` written the one way the store writes it (decimal, no leading
+/// zero), without formatting `id` (a string per mark at every load).
+fn names(key: &str, id: u64) -> bool {
+    let canonical = !key.is_empty() && key.bytes().all(|b| b.is_ascii_digit()) && (key == "0" || !key.starts_with('0'));
+    canonical && key.parse::<u64>() == Ok(id)
 }
 
 /// A mark's JSON: its own fields, then its extras (never one shadowing an own field).
