@@ -131,11 +131,10 @@ async function measure(name, preload) {
       else await addon.compactStore(store)
       const t = us(t0, now())
       if (round >= 0) samples[which].push(t)
-      if (which === 'mark') {
-        const ino = statSync(file).ino
-        if (ino !== lastIno) rewritesSeen++
-        lastIno = ino
-      }
+      // A new inode after a mark: that mark's commit rewrote the file (the journal was due).
+      const ino = statSync(file).ino
+      if (which === 'mark' && ino !== lastIno) rewritesSeen++
+      lastIno = ino
     }
   }
   const latest = await addon.latestMark(store, session)
