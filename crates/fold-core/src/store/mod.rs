@@ -571,6 +571,13 @@ pub fn shared(path: &Path) -> Result<Arc<Store>> {
             path.display()
         )));
     }
+    // The hot path (every hasActive at every turn end): an absolute path already opened, found
+    // under the map's read lock with no allocation.
+    if path.is_absolute() {
+        if let Some(store) = STORES.get(path) {
+            return Ok(store.clone());
+        }
+    }
     let abs =
         std::path::absolute(path).map_err(|e| FoldError::invalid(format!("store path {}: {e}", path.display())))?;
     Ok(STORES
