@@ -110,10 +110,15 @@ async function steadyState(/** @type {string} */ file, /** @type {number} */ ses
   if (sessions > 1) check(addon.hasActiveSync(store, 'sess-1') === false, 'a folded session is not active')
 
   /** @type {Record<string, number[]>} */
-  const samples = { sync: [], syncString: [], async: [], latestMark: [] }
+  const samples = { trivial: [], sync: [], syncString: [], async: [], latestMark: [] }
   let sink = 0
   for (let round = -2; round < ROUNDS; round++) {
     await quiesce(5)
+    // The same loop around a sync export that does nothing: what any call costs right now
+    // (a busy machine raises both).
+    t0 = now()
+    for (let i = 0; i < SYNC_BATCH; i++) if (addon.isFoldError(ids[i & 255])) sink++
+    const trivial = us(t0, now()) / SYNC_BATCH
     t0 = now()
     for (let i = 0; i < SYNC_BATCH; i++) if (addon.hasActiveSync(store, ids[i & 255])) sink++
     const sync = us(t0, now()) / SYNC_BATCH
@@ -127,6 +132,7 @@ async function steadyState(/** @type {string} */ file, /** @type {number} */ ses
     for (let i = 0; i < ASYNC_BATCH; i++) if ((await addon.latestMark(store, ids[i & 255]))?.foldedAt === null) sink++
     const latest = us(t0, now()) / ASYNC_BATCH
     if (round < 0) continue
+    samples.trivial.push(trivial)
     samples.sync.push(sync)
     samples.syncString.push(syncString)
     samples.async.push(async)
@@ -139,6 +145,7 @@ async function steadyState(/** @type {string} */ file, /** @type {number} */ ses
     rounds: ROUNDS,
     syncBatch: SYNC_BATCH,
     asyncBatch: ASYNC_BATCH,
+    trivial: summarize(samples.trivial),
     sync: summarize(samples.sync),
     syncString: summarize(samples.syncString),
     async: summarize(samples.async),

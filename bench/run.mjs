@@ -308,10 +308,10 @@ function render(meta, R) {
   if (H) {
     L.push('## 2. `hasActive` (every turn end)', '')
     L.push(`Per-call latency from memory; batch means (${H.counts[0].syncBatch} sync / ${H.counts[0].asyncBatch} async calls per batch, ${H.counts[0].rounds} batches). Store ref as the plugin passes it (\`{path, maxMarksPerSession, maxAgeDays}\`) unless noted. "first load": the first \`hasActive\` in this process (the file read off-thread, the promise waiting for it).`, '')
-    L.push('| marks stored | file | first load | hasActiveSync | hasActiveSync (path string) | hasActive (async) | latestMark (async; the turn guard calls it) |')
-    L.push('|---|---|---|---|---|---|---|')
+    L.push('| marks stored | file | first load | hasActiveSync | hasActiveSync (path string) | hasActive (async) | latestMark (async; the turn guard calls it) | a sync export doing nothing, same loop |')
+    L.push('|---|---|---|---|---|---|---|---|')
     for (const c of H.counts) {
-      L.push(`| ${c.count} | ${(c.fileBytes / 1024).toFixed(0)} KiB | ${fmtUs(c.firstLoad)} | ${fmtSpread(c.sync)} | ${fmtSpread(c.syncString)} | ${fmtSpread(c.async)} | ${fmtSpread(c.latestMark)} |`)
+      L.push(`| ${c.count} | ${(c.fileBytes / 1024).toFixed(0)} KiB | ${fmtUs(c.firstLoad)} | ${fmtSpread(c.sync)} | ${fmtSpread(c.syncString)} | ${fmtSpread(c.async)} | ${fmtSpread(c.latestMark)} | ${c.trivial ? fmtSpread(c.trivial) : '—'} |`)
     }
     L.push('')
     const T = H.thirtyDays
