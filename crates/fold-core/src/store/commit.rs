@@ -120,6 +120,7 @@ impl Store {
         let mut disk = lock(&self.disk);
         self.ensure_dir()?;
         let mut file_lock = self.lock_file()?;
+        self.sweep_once();
         let generation = self.read_generation(&mut file_lock)?;
         self.catch_up(&mut disk, Held::Exclusive(generation))?;
         let now = now_ms();

@@ -387,6 +387,18 @@ impl Store {
             .map_err(|e| FoldError::io(&self.lock_path, "cannot write the lock file", &e))
     }
 
+    /// Sweeps the temp files of dead writers, once per process, at its first write of any kind
+    /// (most writes are appends that make no temp file, so a rewrite alone would rarely come).
+    /// Leftovers come from writers that died before this one started (or while it runs, swept
+    /// by the next process), and a directory scan per write is waste. Called with the exclusive
+    /// lock held.
+    pub(super) fn sweep_once(&self) {
+        if !self.swept.swap(true, Ordering::Relaxed) {
+            let name = self.path.file_name().unwrap_or_default().to_string_lossy();
+            self.remove_stale_temp_files(&name);
+        }
+    }
+
     /// Deletes the temp files of writers that died between creating and renaming them (a kill,
     /// a power cut). Every write happens under the file lock, which we hold, so any temp file of
     /// this store is such a leftover. Best effort: a failure only leaves the garbage there.
@@ -408,11 +420,7 @@ impl Store {
     /// survive a power loss, which the warning says). Called with the file lock held.
     pub(super) fn write_durably(&self, bytes: &[u8]) -> Result<(FileStamp, Option<String>)> {
         let name = self.path.file_name().unwrap_or_default().to_string_lossy();
-        // Once per process: leftovers come from writers that died before this one started (or
-        // while it runs, swept by the next process), and a directory scan per write is waste.
-        if !self.swept.swap(true, Ordering::Relaxed) {
-            self.remove_stale_temp_files(&name);
-        }
+        self.sweep_once();
         let temp = self.path.with_file_name(format!(
             ".{name}.{}.{}.tmp",
             std::process::id(),

@@ -536,3 +536,15 @@ fn a_failed_append_leaves_the_journal_as_it_was_and_memory_untouched() {
     fs::write(&store.journal_path, &before).unwrap();
     assert_eq!(store.mark("s", 3, None).unwrap().id, 3);
 }
+
+#[test]
+fn the_first_write_of_a_process_sweeps_a_dead_writers_temp_file_even_when_it_appends() {
+    let (_dir, store) = temp_store();
+    store.mark("s", 1, None).unwrap();
+    // What a writer killed between creating its temp file and renaming it leaves behind.
+    let leftover = store.path().with_file_name(".checkpoint.json.4242.0.tmp");
+    fs::write(&leftover, b"half a store").unwrap();
+    let next = Store::new(store.path(), Limits::default()); // another process
+    next.mark("s", 2, None).unwrap(); // an append: no temp file of its own
+    assert!(!leftover.exists(), "the leftover temp file is still there");
+}
