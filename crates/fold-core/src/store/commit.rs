@@ -133,22 +133,22 @@ impl Store {
         // Bump the counter first: a crash between the two only makes others re-read needlessly.
         self.write_generation(&mut file_lock, generation + 1)?;
         let limits = self.limits();
-        if disk.base.is_none() || disk.base_version < UNIT_VERSION || disk.journal_id.is_none() {
-            // No store file yet, one older dsh-fold versions would read without our journal, or
-            // no journal to append to: write the store file whole (and start a journal).
-            let mut doc = self.doc_snapshot();
-            doc.apply(changes);
-            doc.prune(limits, now);
-            self.rewrite(&mut disk, doc, generation + 1)?;
-        } else {
-            let line = journal::batch(&changes);
-            self.append(&disk, &line)?;
+        let appendable = disk.base.is_some() && disk.base_version >= UNIT_VERSION && disk.journal_id.is_some();
+        let line = journal::batch(&changes);
+        if appendable && self.append(&disk, &line)? {
             self.update_doc(|doc| {
                 let touched = doc.apply(changes);
                 doc.prune_after(limits, now, &touched);
             });
             disk.journal_len += line.len() as u64;
             disk.generation = Some(generation + 1);
+        } else {
+            // No store file yet, one older dsh-fold versions would read without our journal, or
+            // no journal to append to: write the store file whole (and start a journal).
+            let mut doc = self.doc_snapshot();
+            doc.apply(changes);
+            doc.prune(limits, now);
+            self.rewrite(&mut disk, doc, generation + 1)?;
         }
         Ok((outcomes, compaction_due(&disk)))
     }

@@ -215,14 +215,17 @@ impl Store {
         Ok(())
     }
 
-    /// Appends one line to the journal and fsyncs it. On failure the journal is cut back to
-    /// where it was (best effort), so nothing half-written stays behind. Called with the
-    /// exclusive lock held and memory caught up (so the journal ends at `disk.journal_len`).
-    pub(super) fn append(&self, disk: &DiskView, line: &[u8]) -> Result<()> {
-        let mut file = OpenOptions::new()
-            .append(true)
-            .open(&self.journal_path)
-            .map_err(|e| FoldError::io(&self.journal_path, "cannot open", &e))?;
+    /// Appends one line to the journal and fsyncs it; `false` when there is no journal to
+    /// append to (deleted by hand since memory read it): the caller rewrites the store file
+    /// instead. On failure the journal is cut back to where it was (best effort), so nothing
+    /// half-written stays behind. Called with the exclusive lock held and memory caught up (so
+    /// the journal ends at `disk.journal_len`).
+    pub(super) fn append(&self, disk: &DiskView, line: &[u8]) -> Result<bool> {
+        let mut file = match OpenOptions::new().append(true).open(&self.journal_path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(FoldError::io(&self.journal_path, "cannot open", &e)),
+        };
         if self.faults.torn_append.load(Ordering::SeqCst) {
             // A test's SIGKILL lands here: half a line on disk, the rest never written.
             let _ = file.write_all(&line[..line.len() / 2]).and_then(|()| file.sync_data());
@@ -234,7 +237,8 @@ impl Store {
         written.map_err(|e| {
             let _ = file.set_len(disk.journal_len).and_then(|()| file.sync_data());
             FoldError::io(&self.journal_path, "cannot append to", &e)
-        })
+        })?;
+        Ok(true)
     }
 
     /// Starts a fresh journal with header `id` (in place: a crash halfway leaves an empty or

@@ -548,3 +548,28 @@ fn the_first_write_of_a_process_sweeps_a_dead_writers_temp_file_even_when_it_app
     next.mark("s", 2, None).unwrap(); // an append: no temp file of its own
     assert!(!leftover.exists(), "the leftover temp file is still there");
 }
+
+#[test]
+fn a_deleted_journal_loses_only_its_own_changes_and_the_store_goes_on() {
+    // Someone deletes the journal by hand: the store file's marks stay, ids never go back
+    // (nextId is in the file, and memory keeps the highest), and the next write starts over.
+    let (_dir, store) = temp_store();
+    store.mark("s", 1, None).unwrap(); // in the file
+    store.mark("s", 2, None).unwrap(); // in the journal
+    fs::remove_file(&store.journal_path).unwrap();
+    let other = Store::new(store.path(), Limits::default());
+    assert_eq!(other.latest("s").unwrap().unwrap().id, 1);
+    assert_eq!(
+        store.mark("t", 1, None).unwrap().id,
+        3,
+        "this process remembers id 2 was used"
+    );
+    assert_eq!(
+        Store::new(store.path(), Limits::default())
+            .latest("t")
+            .unwrap()
+            .unwrap()
+            .id,
+        3
+    );
+}
