@@ -63,6 +63,12 @@ export interface BlockCommitPlan {
   closed: string[]
 }
 
+/**
+ * Folds the store's journal into the store file now, so a tool that reads only the file sees
+ * every mark. Resolves once done (nothing to do for a store that does not exist).
+ */
+export declare function compactStore(store: StoreRef): Promise<void>
+
 /** Stamps `markId` folded when it is the session's latest active mark; `false` changes nothing. */
 export declare function completeFold(store: StoreRef, sessionId: string, markId: number): Promise<boolean>
 
@@ -109,10 +115,17 @@ export interface FoldRegion {
   foldedChars: number
 }
 
-/** Whether the session's newest mark exists and is not folded (from memory after the first load). */
+/**
+ * Whether the session's newest mark exists and is not folded (from memory once loaded; the
+ * first call waits for the load, which runs off-thread).
+ */
 export declare function hasActive(store: StoreRef, sessionId: string): Promise<boolean>
 
-/** `hasActive` without the promise, for hot paths (the turn guard runs it at every turn end). */
+/**
+ * `hasActive` without the promise, for hot paths: from memory. Before the store file is
+ * loaded it throws `STORE_LOADING` (and starts the load off-thread) rather than read the disk
+ * on the JS thread; after a failed load it throws that load's error (and tries again).
+ */
 export declare function hasActiveSync(store: StoreRef, sessionId: string): boolean
 
 /** Whether `value` is an error raised by dsh-fold (an `Error` whose `code` is one of ours). */
@@ -144,6 +157,15 @@ export interface NewMark {
   id: number
   logLength: number
 }
+
+/**
+ * Loads the store into memory off the JS thread, so the first turn's `hasActive` /
+ * `latestMark` answer on the spot, and folds a non-empty journal into the store file (best
+ * effort). A checkpoint plugin calls it when it mounts; it also registers the ref's limits.
+ * Resolves once loaded; rejects with the store's error when it cannot be read (every later
+ * call reports it too).
+ */
+export declare function openStore(store: StoreRef): Promise<void>
 
 /**
  * Plans a block summary of `targets` requested at log length `requestSeq`: what it replaces now,

@@ -835,6 +835,7 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.compactStore = nativeBinding.compactStore
 module.exports.completeFold = nativeBinding.completeFold
 module.exports.decodeZstd = nativeBinding.decodeZstd
 module.exports.extractiveReport = nativeBinding.extractiveReport
@@ -845,6 +846,7 @@ module.exports.isFoldError = nativeBinding.isFoldError
 module.exports.latestMark = nativeBinding.latestMark
 module.exports.listMarks = nativeBinding.listMarks
 module.exports.mark = nativeBinding.mark
+module.exports.openStore = nativeBinding.openStore
 module.exports.planBlockSummary = nativeBinding.planBlockSummary
 module.exports.planMatches = nativeBinding.planMatches
 module.exports.rewind = nativeBinding.rewind

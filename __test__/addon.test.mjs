@@ -247,6 +247,7 @@ describe('coded errors', () => {
       'STORE_CORRUPT',
       'STORE_VERSION',
       'STORE_IO',
+      'STORE_LOADING',
       'INVALID_ARGUMENT',
       'UNKNOWN_BLOCK',
       'PROTECTED',
@@ -298,9 +299,11 @@ describe('coded errors', () => {
 describe('sync / async parity: hasActive and hasActiveSync', () => {
   it('agree on no mark, an active mark, a folded mark and a newer active mark', async () => {
     const store = tempStore()
+    // hasActiveSync answers from memory only (STORE_LOADING before the store is loaded; see
+    // the next test), so the async read goes first and loads it.
     const both = async (session) => {
-      const sync = fold.hasActiveSync(store, session)
       const async_ = await fold.hasActive(store, session)
+      const sync = fold.hasActiveSync(store, session)
       assert.equal(sync, async_, `parity for ${session}`)
       return sync
     }
@@ -328,11 +331,16 @@ describe('sync / async parity: hasActive and hasActiveSync', () => {
       [corrupt, 's', 'STORE_CORRUPT'],
     ]
     for (const [store, session, code] of cases) {
-      assert.throws(() => fold.hasActiveSync(store, session), isCoded(code))
       let pending
       assert.doesNotThrow(() => (pending = fold.hasActive(store, session)))
       await assert.rejects(pending, isCoded(code))
+      assert.throws(() => fold.hasActiveSync(store, session), isCoded(code))
     }
+    // Before any load, the sync read does not read the disk on the JS thread: STORE_LOADING.
+    const fresh = tempStore()
+    assert.throws(() => fold.hasActiveSync(fresh, 's'), isCoded('STORE_LOADING'))
+    assert.equal(await fold.hasActive(fresh, 's'), false)
+    assert.equal(fold.hasActiveSync(fresh, 's'), false)
   })
 })
 

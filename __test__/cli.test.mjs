@@ -370,7 +370,7 @@ describe('dsh-fold', { concurrency: Math.max(2, Math.min(6, availableParallelism
       assert.match(corrupt.stderr, /corrupt-store\.json/)
       const folder = await ws.expect(['marks', '--store', ws.file('bad')], 65)
       assert.match(folder.stderr, /STORE_IO/)
-      ws.write('newer.json', JSON.stringify({ unit: { name: 'checkpoint', version: 2 }, global: { nextId: 1 }, tables: { marks: {} } }))
+      ws.write('newer.json', JSON.stringify({ unit: { name: 'checkpoint', version: 3 }, global: { nextId: 1 }, tables: { marks: {} } }))
       assert.match((await ws.expect(['marks', '--store', ws.file('newer.json')], 65)).stderr, /STORE_VERSION/)
     })
   })

@@ -37,7 +37,6 @@ const REPORT = '## Findings\n- X'
 const OUTPUT = 'exploration output line'
 const TOOLS = [{ name: 'bash', description: 'Run a command.', parameters: { type: 'object', properties: { cmd: { type: 'string' } } } }]
 const SYSTEM = 'You are a test agent.'
-const extractiveSkip = typeof addon.extractiveReport !== 'function' ? 'extractiveReport not built yet' : false
 
 /** A report call the test holds open: `wait()` (the model's answer) resolves `entered`, then waits for `release(reply)`. */
 function gate() {
@@ -996,7 +995,7 @@ describe('the turn guard', () => {
 describe('extractive reports', () => {
   const LOG = Array.from({ length: 12 }, (_, i) => `line ${i}: src/parser.rs:${40 + i} token dropped after comment at offset ${i * 17}`).join('\n')
 
-  it("writes the report without a model call when summarizer is 'extractive'", { skip: extractiveSkip }, async () => {
+  it("writes the report without a model call when summarizer is 'extractive'", async () => {
     const { root, model } = await setup({ rewind: { summarizer: 'extractive' } })
     const agent = await agentOf(root, 'explore')
     const { session } = await exploration(root, agent, { output: LOG })
@@ -1012,7 +1011,7 @@ describe('extractive reports', () => {
     assert.match(textOf({ content: root.tools.get('rewind').output.render({}, result) }), /extractive report/)
   })
 
-  it("lands the fold with the extractive report when the LLM call fails (fallback: 'extractive')", { skip: extractiveSkip }, async () => {
+  it("lands the fold with the extractive report when the LLM call fails (fallback: 'extractive')", async () => {
     const { root, model } = await setup({
       respond: () => {
         throw new Error('upstream 500')
@@ -1027,7 +1026,7 @@ describe('extractive reports', () => {
     assert.equal(await root.checkpoint.hasActive('explore'), false)
   })
 
-  it("lands the fold with the extractive report when the LLM stays empty through the retries (fallback: 'extractive')", { skip: extractiveSkip }, async () => {
+  it("lands the fold with the extractive report when the LLM stays empty through the retries (fallback: 'extractive')", async () => {
     const { root, model } = await setup({ respond: () => say(''), rewind: { fallback: 'extractive' } })
     const agent = await agentOf(root, 'explore')
     await exploration(root, agent, { output: LOG })

@@ -1,7 +1,7 @@
 // The checkpoint store through the addon's public API: every verb, every error code,
 // unchanged bytes on bad files, marks seen by a new process, two processes at once.
 import assert from 'node:assert/strict'
-import { execFileSync, spawn } from 'node:child_process'
+import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
@@ -51,11 +51,19 @@ describe('mark / latestMark / hasActive / completeFold / listMarks', () => {
     const store = tempStore()
     await fold.mark(store, 's', 5, 'x')
     const doc = JSON.parse(readFileSync(store, 'utf8'))
-    assert.deepEqual(doc.unit, { name: 'checkpoint', version: 1 })
+    assert.deepEqual(doc.unit, { name: 'checkpoint', version: 2 })
     assert.equal(doc.global.nextId, 2)
     assert.equal(doc.tables.marks['1'].logLength, 5)
-    assert.equal(statSync(store).mode & 0o777, 0o600)
+    for (const file of [store, `${store}.journal`, `${store}.lock`]) assert.equal(statSync(file).mode & 0o777, 0o600, file)
     assert.equal(statSync(path.dirname(store)).mode & 0o777, 0o700)
+    // Later changes are journal appends; compactStore folds them into the file DSH tools read.
+    await fold.mark(store, 't', 6)
+    assert.equal(await fold.completeFold(store, 's', 1), true)
+    assert.equal(JSON.parse(readFileSync(store, 'utf8')).tables.marks['2'], undefined)
+    await fold.compactStore(store)
+    const compacted = JSON.parse(readFileSync(store, 'utf8'))
+    assert.equal(compacted.tables.marks['2'].sessionId, 't')
+    assert.equal(typeof compacted.tables.marks['1'].foldedAt, 'number')
     const seen = execFileSync(process.execPath, ['-e', `require(${JSON.stringify(addonPath)}).latestMark(${JSON.stringify(store)}, 's').then(m => process.stdout.write(JSON.stringify(m)))`])
     assert.equal(JSON.parse(String(seen)).logLength, 5)
   })
@@ -67,6 +75,47 @@ describe('mark / latestMark / hasActive / completeFold / listMarks', () => {
     assert.equal((await fold.mark(store, 's', 9)).id, 6)
     await rejectsWith(fold.mark({ path: store.path, maxMarksPerSession: 0 }, 's', 1), 'INVALID_ARGUMENT')
     await rejectsWith(fold.mark({ path: store.path, maxAgeDays: -1 }, 's', 1), 'INVALID_ARGUMENT')
+  })
+
+  it('two plugins naming one path with different limits: the loosest applies, whoever calls', async () => {
+    // Two checkpoint services (say, two profiles of one host) share a file: one keeps 2 marks
+    // per session, the other 5. Pruning must not depend on which of them wrote last.
+    for (const order of [['tight', 'loose'], ['loose', 'tight']]) {
+      const file = tempStore()
+      const refs = { tight: { path: file, maxMarksPerSession: 2 }, loose: { path: file, maxMarksPerSession: 5 } }
+      for (const name of order) await fold.hasActive(refs[name], 'nobody') // each plugin's first call
+      for (let n = 0; n < 8; n++) await fold.mark(refs.tight, 's', n)
+      assert.deepEqual((await fold.listMarks(refs.tight, 's')).map((m) => m.id), [8, 7, 6, 5, 4], order.join(' then '))
+      await fold.mark(refs.loose, 's', 9)
+      assert.equal((await fold.listMarks(refs.loose, 's')).length, 5, order.join(' then '))
+    }
+  })
+})
+
+describe('a store written by a newer minor version', () => {
+  it('reads marks with unknown fields and keeps the fields through its own writes', async () => {
+    const store = tempStore()
+    mkdirSync(path.dirname(store), { recursive: true })
+    const now = Date.now()
+    writeFileSync(
+      store,
+      JSON.stringify({
+        unit: { name: 'checkpoint', version: 1 },
+        global: { nextId: 2 },
+        tables: { marks: { 1: { id: 1, sessionId: 's', logLength: 4, createdAt: now, foldedAt: null, priority: 'high', links: [{ to: 7 }] } } },
+        extension: { by: 'newer' },
+      }),
+    )
+    assert.equal((await fold.latestMark(store, 's')).logLength, 4)
+    assert.equal(await fold.completeFold(store, 's', 1), true)
+    assert.equal((await fold.mark(store, 't', 9)).id, 2)
+    const marks = (await fold.listMarks(store)).map((m) => m.id)
+    assert.deepEqual(marks, [2, 1])
+    const onDisk = JSON.parse(readFileSync(store, 'utf8'))
+    assert.equal(onDisk.tables.marks['1'].priority, 'high')
+    assert.deepEqual(onDisk.tables.marks['1'].links, [{ to: 7 }])
+    assert.equal(typeof onDisk.tables.marks['1'].foldedAt, 'number')
+    assert.deepEqual(onDisk.extension, { by: 'newer' })
   })
 })
 
@@ -128,12 +177,59 @@ describe('bad files are named, classified and left byte-for-byte unchanged', () 
     await assert.rejects(fold.mark(store, 's', 1), (e) => e.code === 'STORE_IO' && e.message.includes(store))
     assert.ok(statSync(store).isDirectory())
   })
-  it('an unreadable file → STORE_IO (needs a non-root user)', { skip: process.getuid?.() === 0 && 'root reads every file, so the permission case cannot happen' }, async () => {
+  it('an unreadable file → STORE_IO (as root, checked in a child process running as nobody)', async (t) => {
     const store = tempStore()
     mkdirSync(path.dirname(store), { recursive: true })
     writeFileSync(store, '{}')
     chmodSync(store, 0)
-    await assert.rejects(fold.mark(store, 's', 1), (e) => e.code === 'STORE_IO')
+    if (process.getuid?.() !== 0) {
+      await assert.rejects(fold.mark(store, 's', 1), (e) => e.code === 'STORE_IO' && e.message.includes(store))
+      return
+    }
+    // root reads every file: drop to nobody (uid/gid 65534) in a child, with the directories
+    // on the way traversable for it.
+    const probe = spawnSync(process.execPath, ['-e', `require(${JSON.stringify(addonPath)})`], { uid: 65534, gid: 65534, encoding: 'utf8' })
+    if (probe.status !== 0) return t.skip(`running as root, and user nobody cannot load the addon from ${addonPath} to check as non-root: ${(probe.stderr || String(probe.error)).trim().split('\n')[0]}`)
+    chmodSync(path.dirname(store), 0o755)
+    chmodSync(path.dirname(path.dirname(store)), 0o755)
+    const script = `require(${JSON.stringify(addonPath)}).mark(${JSON.stringify(store)}, 's', 1).then(
+      () => process.stdout.write('resolved'), (e) => process.stdout.write(JSON.stringify({ code: e.code, message: e.message })))`
+    const out = execFileSync(process.execPath, ['-e', script], { uid: 65534, gid: 65534, encoding: 'utf8' })
+    const e = JSON.parse(out)
+    assert.equal(e.code, 'STORE_IO', out)
+    assert.ok(e.message.includes(store), out)
+    assert.match(e.message, /[Pp]ermission denied|os error 13/)
+  })
+})
+
+describe('a write that landed but whose directory fsync failed', () => {
+  it('resolves (the mark is there for every reader) and emits a process warning saying so', () => {
+    // DSH_FOLD_TEST_FAULTS=sync-dir makes every directory fsync fail with EIO (a test-only hook).
+    const store = tempStore()
+    const script = `
+      const f = require(${JSON.stringify(addonPath)})
+      const warnings = []
+      process.on('warning', (w) => warnings.push({ name: w.name, code: w.code, message: w.message }))
+      ;(async () => {
+        const m = await f.mark(${JSON.stringify(store)}, 's', 4, 'look')
+        const stamped = await f.completeFold(${JSON.stringify(store)}, 's', m.id)
+        await new Promise((r) => setImmediate(r))
+        process.stdout.write(JSON.stringify({ m, stamped, warnings }))
+      })()`
+    const out = execFileSync(process.execPath, ['-e', script], { env: { ...process.env, DSH_FOLD_TEST_FAULTS: 'sync-dir' } })
+    const { m, stamped, warnings } = JSON.parse(String(out))
+    assert.deepEqual(m, { id: 1, logLength: 4 })
+    assert.equal(stamped, true)
+    assert.ok(warnings.length >= 1, 'no warning was emitted')
+    for (const w of warnings) {
+      assert.equal(w.name, 'DshFoldWarning')
+      assert.equal(w.code, 'DSH_FOLD_STORE_DURABILITY')
+      assert.ok(w.message.includes(store), w.message)
+      assert.match(w.message, /fsync/)
+    }
+    // Every reader of the store sees what was acknowledged.
+    const seen = execFileSync(process.execPath, ['-e', `require(${JSON.stringify(addonPath)}).latestMark(${JSON.stringify(store)}, 's').then(m => process.stdout.write(JSON.stringify(m)))`])
+    assert.equal(typeof JSON.parse(String(seen)).foldedAt, 'number')
   })
 })
 

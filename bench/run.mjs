@@ -184,15 +184,19 @@ function render(meta, R) {
   const H = R['has-active']
   if (H) {
     const meds = H.counts.map((/** @type {any} */ c) => c.sync.median)
+    const T = H.thirtyDays
+    if (T) meds.push(T.steady.sync.median)
     const worst = Math.max(...meds)
     const flat = worst / Math.min(...meds)
+    const top = T ? T.marks : H.counts.at(-1).count
     rows.push([
-      `2. hasActiveSync, ${H.counts[0].count}–${H.counts.at(-1).count} marks`,
+      `2. hasActiveSync, ${H.counts[0].count}–${Math.max(top, H.counts.at(-1).count)} marks (incl. the 30-day store)`,
       '≤ 5 µs median, flat',
       `${fmtUs(Math.min(...meds))}–${fmtUs(worst)} (max/min ${fmtX(flat)})`,
       worst <= 5 && flat <= 2 ? verdict(true) : `${verdict(false)}${worst > 5 ? ` by ${fmtX(worst / 5)}` : ' (not flat)'}`,
     ])
     const ameds = H.counts.map((/** @type {any} */ c) => c.async.median)
+    if (T) ameds.push(T.steady.async.median)
     const aworst = Math.max(...ameds)
     rows.push([
       `2. hasActive (async), same`,
@@ -200,16 +204,24 @@ function render(meta, R) {
       `${fmtUs(Math.min(...ameds))}–${fmtUs(aworst)}`,
       aworst <= 5 ? verdict(true) : `${verdict(false)} by ${fmtX(aworst / 5)}`,
     ])
+    if (T) {
+      rows.push([
+        `2. the guard's worst case: first hasActive on a 30-day store (${T.marks} marks, ${((T.fileBytes + T.journalBytes) / 1048576).toFixed(1)} MiB with its journal), fresh process`,
+        'no file work on the JS thread',
+        `the call holds the JS thread ${fmtUs(T.cold.callUs.median)} (${fmtUs(T.cold.secondCallUs.median)} once the async runtime runs); answer after ${T.cold.answerMs.median.toFixed(0)} ms (loaded off-thread); longest event-loop delay meanwhile ${T.cold.maxLagMs.median.toFixed(1)} ms`,
+        T.cold.syncThrew ? verdict(true) : verdict(false),
+      ])
+    }
   }
   const M = R.mark
   if (M) {
     for (const c of M.cases) {
       const target = c.preload ? 2 : 1.5
-      const x = c.mark.median / c.floorSmall.median
+      const x = c.mark.median / c.rewriteFloor.median
       rows.push([
-        `3. durable mark, ${c.marksInFile} marks in the file`,
+        `3. durable mark, ${c.marksInStore} marks stored`,
         `≤ ${target}× the disk floor`,
-        `${fmtX(x)} (${fmtUs(c.mark.median)} vs ${fmtUs(c.floorSmall.median)}; vs the same-size floor ${fmtX(c.mark.median / c.floorSame.median)})`,
+        `${fmtX(x)} (${fmtUs(c.mark.median)} vs ${fmtUs(c.rewriteFloor.median)}; vs the append floor ${fmtX(c.mark.median / c.appendFloor.median)})`,
         x <= target ? verdict(true) : `${verdict(false)} by ${fmtX(x / target)}`,
       ])
     }
@@ -244,6 +256,17 @@ function render(meta, R) {
         c.ratioOfMedians <= B.commitTarget.ratio ? verdict(true) : `${verdict(false)} by ${fmtX(c.ratioOfMedians / B.commitTarget.ratio)}`,
       ])
     }
+  }
+  const LD0 = R.load
+  if (LD0?.cycles?.['cycles-fold']) {
+    const f = LD0.cycles['cycles-fold']
+    const st = LD0.cycles['cycles-stamp']
+    rows.push([
+      `5. RSS of a host after ${f.cycles} folds (mark + rewind; mark + stamp)`,
+      'bounded, reported',
+      `${f.rssEndMiB.median.toFixed(1)} MiB (${f.growthMiB.median >= 0 ? '+' : ''}${f.growthMiB.median.toFixed(1)} MiB after cycle 100); ${st.rssEndMiB.median.toFixed(1)} MiB (${st.growthMiB.median >= 0 ? '+' : ''}${st.growthMiB.median.toFixed(1)} MiB)`,
+      Math.max(f.growthMiB.median, st.growthMiB.median) < 8 ? verdict(true) : verdict(false),
+    ])
   }
   if (rows.length) {
     L.push('## Targets', '')
@@ -307,23 +330,54 @@ function render(meta, R) {
   // ---- 2. hasActive
   if (H) {
     L.push('## 2. `hasActive` (every turn end)', '')
-    L.push(`Per-call latency from memory; batch means (${H.counts[0].syncBatch} sync / ${H.counts[0].asyncBatch} async calls per batch, ${H.counts[0].rounds} batches). Store ref as the plugin passes it (\`{path, maxMarksPerSession, maxAgeDays}\`) unless noted.`, '')
-    L.push('| marks stored | file | first load | hasActiveSync | hasActiveSync (path string) | hasActive (async) | latestMark (async; the turn guard calls it) |')
-    L.push('|---|---|---|---|---|---|---|')
+    L.push(`Per-call latency from memory; batch means (${H.counts[0].syncBatch} sync / ${H.counts[0].asyncBatch} async calls per batch, ${H.counts[0].rounds} batches). Store ref as the plugin passes it (\`{path, maxMarksPerSession, maxAgeDays}\`) unless noted. "first load": the first \`hasActive\` in this process (the file read off-thread, the promise waiting for it).`, '')
+    L.push('| marks stored | file | first load | hasActiveSync | hasActiveSync (path string) | hasActive (async) | latestMark (async; the turn guard calls it) | a sync export doing nothing, same loop |')
+    L.push('|---|---|---|---|---|---|---|---|')
     for (const c of H.counts) {
-      L.push(`| ${c.count} | ${(c.fileBytes / 1024).toFixed(0)} KiB | ${fmtUs(c.firstLoad)} | ${fmtSpread(c.sync)} | ${fmtSpread(c.syncString)} | ${fmtSpread(c.async)} | ${fmtSpread(c.latestMark)} |`)
+      L.push(`| ${c.count} | ${(c.fileBytes / 1024).toFixed(0)} KiB | ${fmtUs(c.firstLoad)} | ${fmtSpread(c.sync)} | ${fmtSpread(c.syncString)} | ${fmtSpread(c.async)} | ${fmtSpread(c.latestMark)} | ${c.trivial ? fmtSpread(c.trivial) : '—'} |`)
     }
     L.push('')
+    const T = H.thirtyDays
+    if (T) {
+      L.push(`### The guard's worst case: a 30-day store`, '')
+      L.push(
+        `${T.marks} marks: ${T.inFile} in the store file (${(T.fileBytes / 1048576).toFixed(1)} MiB) and ${T.inJournal} plus ${T.stamps} stamps in its journal (${(T.journalBytes / 1048576).toFixed(1)} MiB, just under the size at which it is folded in: the most a load can meet). ` +
+          'Sized for heavy use: 20 sessions a day × 50 checkpoints each, for the 30 days `maxAgeDays` keeps. ' +
+          `First calls in fresh processes (${T.firstCallRuns} each, alternating):`,
+        '',
+      )
+      L.push('| | the call holds the JS thread | answer | longest event-loop delay meanwhile |', '|---|---|---|---|')
+      const msSpread = (/** @type {any} */ x) => `${x.median.toFixed(1)} ms [${x.p10.toFixed(1)}–${x.p90.toFixed(1)}]`
+      L.push(`| cold: the process's first \`hasActive\`, nothing loaded (also starts the addon's async runtime; hasActiveSync meanwhile: ${T.cold.syncThrew ? '`STORE_LOADING`' : 'did not throw'}) | ${fmtSpread(T.cold.callUs)} | ${msSpread(T.cold.answerMs)} | ${msSpread(T.cold.maxLagMs)} |`)
+      L.push(`| cold, the runtime already running (a second copy of the store) | ${fmtSpread(T.cold.secondCallUs)} | ${msSpread(T.cold.secondAnswerMs)} | ${msSpread(T.cold.secondMaxLagMs)} |`)
+      L.push(`| mount: \`openStore\` (load + fold the journal into the file), off-thread | — | ${T.mount.openMs.median.toFixed(1)} ms [${T.mount.openMs.p10.toFixed(1)}–${T.mount.openMs.p90.toFixed(1)}] | |`)
+      L.push(`| then the first \`hasActive\` | ${fmtSpread(T.mount.callUs)} | ${fmtSpread(T.mount.answerUs)} | |`)
+      L.push('')
+      const w = T.duringWork
+      L.push(
+        `Steady state on it: hasActiveSync ${fmtSpread(T.steady.sync)}, hasActive ${fmtSpread(T.steady.async)}, latestMark ${fmtSpread(T.steady.latestMark)}. ` +
+          `Single \`hasActiveSync\` calls on it, timed one by one (${w.singleCalls}+ per row), while the store works on its files on other threads — and, as the control, while the same work runs on a copy at another path (same CPU contention, no lock shared with the reads):`,
+        '',
+      )
+      L.push('| while | median | p99 | p99.9 | max |', '|---|---|---|---|---|')
+      const row = (/** @type {string} */ what, /** @type {any} */ x) => L.push(`| ${what} | ${fmtUs(x.median)} | ${fmtUs(x.p99)} | ${fmtUs(x.p999)} | ${fmtUs(x.max)} |`)
+      row('nothing', w.idle)
+      row(`this process appends marks to it (${w.appends.appended} appends)`, w.appends)
+      row(`… to the control copy (${w.appendsControl.appended} appends)`, w.appendsControl)
+      row(`this process re-reads it whole (${w.rereads.reread}×, after another process rewrote its file)`, w.rereads)
+      row(`… the control copy (${w.rereadsControl.reread}×)`, w.rereadsControl)
+      L.push('')
+    }
   }
 
   // ---- 3. mark
   if (M) {
     L.push('## 3. Durable `mark` vs the disk floor', '')
-    L.push('Real disk directory (bench/tmp/), interleaved with the floor: `open(wx)` → write → fsync → close → rename → fsync dir, from JS, on the same directory; "floor" writes a one-mark file, "same-size floor" a file as large as the store file being rewritten.', '')
-    L.push('| case | marks in file | store file | mark | floor | same-size floor | mark / floor | mark / same-size floor |', '|---|---|---|---|---|---|---|---|')
+    L.push('Real disk directory (bench/tmp/), interleaved with the floors, from JS on the same directory: the **disk floor** writes a one-mark store file atomically (`open(wx)` → write → fsync → close → rename → fsync dir); the **append floor** appends one journal-sized line (`open(a)` → write → fdatasync → close). A mark is a journal append; the journal is folded into the store file once it outgrows it (timed alone: "rewrite"), after the mark that found it due has its answer.', '')
+    L.push('| case | marks stored | store file + journal | mark | disk floor | append floor | mark / disk floor | mark / append floor | rewrite of the file | per mark, amortized |', '|---|---|---|---|---|---|---|---|---|---|')
     for (const c of M.cases) {
       L.push(
-        `| ${c.name} | ${c.marksInFile} | ${(c.fileBytes / 1024).toFixed(0)} KiB | ${fmtSpread(c.mark)} | ${fmtSpread(c.floorSmall)} | ${fmtSpread(c.floorSame)} | ${fmtX(c.mark.median / c.floorSmall.median)} | ${fmtX(c.mark.median / c.floorSame.median)} |`,
+        `| ${c.name} | ${c.marksInStore} | ${(c.fileBytes / 1024).toFixed(0)} + ${(c.journalBytes / 1024).toFixed(0)} KiB | ${fmtSpread(c.mark)} | ${fmtSpread(c.rewriteFloor)} | ${fmtSpread(c.appendFloor)} | ${fmtX(c.mark.median / c.rewriteFloor.median)} | ${fmtX(c.mark.median / c.appendFloor.median)} | ${c.compaction ? `${fmtSpread(c.compaction)} every ~${c.marksPerRewrite} marks` : '—'} | ${c.amortizedUs ? fmtUs(c.amortizedUs) : '—'} |`,
       )
     }
     L.push('')
@@ -351,6 +405,16 @@ function render(meta, R) {
     L.push(`| first async call (starts the async runtime; a durable mark on tmpfs) | ${ms(a.firstAsyncMs)} | ${kib(a.rssAsyncKiB)} |`)
     L.push(`| import the whole plugin bundle instead (plugin/index.js) | ${ms(LD.plugin.importMs)} | ${kib(LD.plugin.rssImportKiB)} |`)
     L.push('')
+    if (LD.cycles?.['cycles-fold']) {
+      const mib = (/** @type {any} */ s) => `${s.median.toFixed(1)} MiB [${s.p10.toFixed(1)}–${s.p90.toFixed(1)}]`
+      L.push(`RSS of a process that marked and folded ${LD.cycles['cycles-fold'].cycles} times (fresh processes, ${LD.cycles['cycles-fold'].runs} each; tmpfs store, four sessions in turn, 64 marks per session kept):`, '')
+      L.push('| cycles | RSS after 100 | RSS at the end | growth | per cycle |', '|---|---|---|---|---|')
+      for (const [mode, label] of [['cycles-stamp', 'mark + stamp (`completeFold`: a fold\'s store side)'], ['cycles-fold', 'mark + `rewind` (JS host, instant summarizer)']]) {
+        const c = LD.cycles[mode]
+        L.push(`| ${label} | ${mib(c.rssWarmMiB)} | ${mib(c.rssEndMiB)} | ${c.growthMiB.median >= 0 ? '+' : ''}${c.growthMiB.median.toFixed(1)} MiB | ${c.perCycleMs.median.toFixed(2)} ms |`)
+      }
+      L.push('')
+    }
   }
 
   if (RP) renderReport(RP, L)

@@ -13,7 +13,7 @@
  * that cannot be written; 70 an internal error (a bug: the stack is printed).
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { homedir, tmpdir } from 'node:os'
 import path from 'node:path'
 
 import { addon } from '../plugin/addon.js'
@@ -118,7 +118,9 @@ async function demo(opts) {
 /** @param {ReturnType<typeof parse>} opts */
 async function marks(opts) {
   const { defaultStorePath } = await import('../plugin/checkpoint.js').catch(() => ({ defaultStorePath: undefined }))
-  const store = /** @type {string} */ (opts.store ?? defaultStorePath?.() ?? path.join(process.env.DSH_HOME ?? path.join(process.env.HOME ?? '', '.dsh'), 'storages', 'checkpoint.json'))
+  // The documented default, as plugin/checkpoint.js computes it (that import needs the DSH
+  // packages); never a path relative to the working directory (an empty DSH_HOME or HOME).
+  const store = /** @type {string} */ (opts.store ?? defaultStorePath?.() ?? path.join(process.env.DSH_HOME || path.join(homedir(), '.dsh'), 'storages', 'checkpoint.json'))
   if (!existsSync(store)) throw new CliError(`no checkpoint store at ${store}`, 66)
   if (opts.session === '') throw new CliError('--session needs a non-empty session id', 64)
   const list = await addon.listMarks(store, /** @type {string | undefined} */ (opts.session) ?? null).catch(storeError)

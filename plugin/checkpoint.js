@@ -55,6 +55,8 @@ export default class CheckpointService extends Service {
     this.config = config
     /** The addon's store reference: the file and its pruning limits. */
     this.store = { path: config.store ?? defaultStorePath(), maxMarksPerSession: config.maxMarksPerSession, maxAgeDays: config.maxAgeDays }
+    // Load the store off the JS thread now, so the first turn's reads answer from memory.
+    addon.openStore(this.store).catch((/** @type {any} */ e) => ctx.logger?.warn?.(`checkpoint store not loaded at mount: ${e?.message ?? e}`))
     ctx.systemPrompt.section({ name: 'tool:checkpoint', order: 150, text: PROMPT(config.toolName) })
     ctx.tools.register(this.#tool(config.toolName))
   }

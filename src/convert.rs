@@ -230,9 +230,12 @@ pub fn store(v: &Unknown<'_>) -> napi::Result<CoreResult<Arc<Store>>> {
             ))))
         }
     };
+    // Limits are registered with the store of that path, which prunes with the loosest of all
+    // registered: two plugins naming one file with different limits never prune each other's
+    // marks, whichever calls last (Store::register_limits).
     Ok(store::shared(&PathBuf::from(path)).inspect(|s| {
         if let Some(l) = limits {
-            s.set_limits(l);
+            s.register_limits(l);
         }
     }))
 }

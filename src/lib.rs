@@ -7,14 +7,17 @@ mod blocks;
 mod convert;
 mod host;
 mod report;
+mod store;
 mod zstd;
+pub use crate::store::{
+    compact_store, complete_fold, has_active, has_active_sync, latest_mark, list_marks, mark, open_store,
+};
 pub use crate::zstd::decode_zstd;
 
 use std::sync::{Arc, Mutex};
 
 use fold_core::fold::{self, Abort, RewindOptions};
 use fold_core::region;
-use fold_core::store::MarkRecord as CoreMark;
 use fold_core::surface::Surface;
 use fold_core::FoldError;
 use napi::bindgen_prelude::*;
@@ -23,47 +26,12 @@ use napi_derive::napi;
 
 use crate::abort::SignalListener;
 pub use crate::blocks::{plan_block_summary, BlockCommitPlan};
-use crate::convert::{promise, rejected, throw, CoreResult};
+use crate::convert::{rejected, throw};
 pub use crate::host::{FoldPlan, FoldRegion, SummaryReply, SummaryUsage};
 pub use crate::report::{extractive_report, ReportOptions};
 
 /// Largest log length / anchor accepted (seqs are 32-bit in the snapshot format).
 const MAX_LOG_LENGTH: f64 = u32::MAX as f64 - 1.0;
-/// Largest mark id accepted from JS.
-const MAX_MARK_ID: f64 = 9_007_199_254_740_991.0;
-
-/// A mark as `mark` returns it: the id to fold to and the anchor.
-#[napi(object)]
-pub struct NewMark {
-    pub id: i64,
-    pub log_length: i64,
-}
-
-/// A stored mark.
-#[napi(object)]
-pub struct MarkRecord {
-    pub id: i64,
-    pub session_id: String,
-    pub log_length: i64,
-    pub objective: Option<String>,
-    /// Milliseconds since the Unix epoch.
-    pub created_at: i64,
-    /// Milliseconds since the Unix epoch; `null` while the mark is active.
-    pub folded_at: Either<i64, Null>,
-}
-
-impl From<CoreMark> for MarkRecord {
-    fn from(m: CoreMark) -> Self {
-        Self {
-            id: m.id as i64,
-            session_id: m.session_id,
-            log_length: m.log_length as i64,
-            objective: m.objective,
-            created_at: m.created_at as i64,
-            folded_at: m.folded_at.map_or(Either::B(Null), |t| Either::A(t as i64)),
-        }
-    }
-}
 
 /// The result of a fold.
 #[napi(object)]
@@ -94,128 +62,6 @@ macro_rules! arg_or_throw {
             Err(e) => return Err(throw($env, &e)),
         }
     };
-}
-
-/// Records a durable checkpoint mark for `sessionId` at log length `logLength`.
-#[napi(
-    ts_args_type = "store: StoreRef, sessionId: string, logLength: number, objective?: string | null",
-    ts_return_type = "Promise<NewMark>"
-)]
-pub fn mark<'e>(
-    env: &'e Env,
-    store: Unknown<'e>,
-    session_id: Unknown<'e>,
-    log_length: Unknown<'e>,
-    objective: Option<Unknown<'e>>,
-) -> Result<PromiseRaw<'e, NewMark>> {
-    let store = arg_or_reject!(env, convert::store(&store));
-    let session_id = arg_or_reject!(env, convert::string(&session_id, "sessionId"));
-    let log_length = arg_or_reject!(env, convert::integer(&log_length, "logLength", MAX_LOG_LENGTH));
-    let objective = arg_or_reject!(env, convert::opt_string(objective.as_ref(), "objective"));
-    promise(
-        env,
-        async move { fold::mark(&store, &session_id, log_length, objective).await },
-        |_, m| {
-            Ok(NewMark {
-                id: m.id as i64,
-                log_length: m.log_length as i64,
-            })
-        },
-    )
-}
-
-/// The session's newest mark (folded or not), or `null`.
-#[napi(
-    ts_args_type = "store: StoreRef, sessionId: string",
-    ts_return_type = "Promise<MarkRecord | null>"
-)]
-pub fn latest_mark<'e>(
-    env: &'e Env,
-    store: Unknown<'e>,
-    session_id: Unknown<'e>,
-) -> Result<PromiseRaw<'e, Option<MarkRecord>>> {
-    let store = arg_or_reject!(env, convert::store(&store));
-    let session_id = arg_or_reject!(env, convert::string(&session_id, "sessionId"));
-    // Once the file is in memory the answer is known here: settle now, without the async
-    // runtime's thread hops (the turn guard asks at every turn end; bench/has-active.mjs).
-    if let Some(answer) = store.latest_in_memory(&session_id) {
-        return convert::settled(env, answer.map(|m| m.map(MarkRecord::from)));
-    }
-    promise(
-        env,
-        async move { fold::latest_mark(&store, &session_id).await },
-        |_, m| Ok(m.map(MarkRecord::from)),
-    )
-}
-
-fn has_active_impl(store: &Unknown<'_>, session_id: &Unknown<'_>) -> Result<CoreResult<bool>> {
-    let store = match convert::store(store)? {
-        Ok(s) => s,
-        Err(e) => return Ok(Err(e)),
-    };
-    Ok(convert::string(session_id, "sessionId")?.and_then(|s| store.has_active(&s)))
-}
-
-/// Whether the session's newest mark exists and is not folded (from memory after the first load).
-#[napi(
-    ts_args_type = "store: StoreRef, sessionId: string",
-    ts_return_type = "Promise<boolean>"
-)]
-pub fn has_active<'e>(env: &'e Env, store: Unknown<'e>, session_id: Unknown<'e>) -> Result<PromiseRaw<'e, bool>> {
-    // The answer is already known here (from memory, on the JS thread): settle the promise now
-    // rather than through the async runtime, which costs a thread hop there and back (~25 µs
-    // instead of ~2 µs; bench/has-active.mjs).
-    convert::settled(env, has_active_impl(&store, &session_id)?)
-}
-
-/// `hasActive` without the promise, for hot paths (the turn guard runs it at every turn end).
-#[napi(ts_args_type = "store: StoreRef, sessionId: string")]
-pub fn has_active_sync(env: &Env, store: Unknown<'_>, session_id: Unknown<'_>) -> Result<bool> {
-    has_active_impl(&store, &session_id)?.map_err(|e| throw(env, &e))
-}
-
-/// Stamps `markId` folded when it is the session's latest active mark; `false` changes nothing.
-#[napi(
-    ts_args_type = "store: StoreRef, sessionId: string, markId: number",
-    ts_return_type = "Promise<boolean>"
-)]
-pub fn complete_fold<'e>(
-    env: &'e Env,
-    store: Unknown<'e>,
-    session_id: Unknown<'e>,
-    mark_id: Unknown<'e>,
-) -> Result<PromiseRaw<'e, bool>> {
-    let store = arg_or_reject!(env, convert::store(&store));
-    let session_id = arg_or_reject!(env, convert::string(&session_id, "sessionId"));
-    let mark_id = arg_or_reject!(env, convert::integer(&mark_id, "markId", MAX_MARK_ID));
-    promise(
-        env,
-        async move { fold::complete_fold(&store, &session_id, mark_id).await },
-        |_, b| Ok(b),
-    )
-}
-
-/// Every mark of the store (or of one session), newest first; re-reads what other processes wrote.
-#[napi(
-    ts_args_type = "store: StoreRef, sessionId?: string | null",
-    ts_return_type = "Promise<MarkRecord[]>"
-)]
-pub fn list_marks<'e>(
-    env: &'e Env,
-    store: Unknown<'e>,
-    session_id: Option<Unknown<'e>>,
-) -> Result<PromiseRaw<'e, Vec<MarkRecord>>> {
-    let store = arg_or_reject!(env, convert::store(&store));
-    let session_id = arg_or_reject!(env, convert::opt_string(session_id.as_ref(), "sessionId"));
-    promise(
-        env,
-        async move {
-            tokio::task::spawn_blocking(move || store.list(session_id.as_deref()))
-                .await
-                .map_err(|e| FoldError::StoreIo(format!("checkpoint store worker failed: {e}")))?
-        },
-        |_, marks| Ok(marks.into_iter().map(MarkRecord::from).collect()),
-    )
 }
 
 /// Region selection alone, synchronously: what a fold at `anchor` would replace right now.

@@ -26,6 +26,7 @@ import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 
 import { pack, verifyInstall } from '../../scripts/pack.mjs'
+import { readStoreFile } from '../reliability/helpers.mjs'
 import { ensureHost } from './harness/install.mjs'
 import { runHost, readSessionLog, sessionLogs } from './harness/host.mjs'
 import { isTitleRequest, sequence, startModelServer } from './harness/model-server.mjs'
@@ -76,8 +77,8 @@ function script(agent, reports) {
 const storePath = (dshHome) => path.join(dshHome, 'storages', 'checkpoint.json')
 /** @param {string} dshHome @returns {{unit: {name: string, version: number}, global: any, tables: {marks?: Record<string, any>}}} */
 const readStore = (dshHome) => JSON.parse(readFileSync(storePath(dshHome), 'utf8'))
-/** @param {string} dshHome */
-const marksOf = (dshHome) => Object.values(readStore(dshHome).tables.marks ?? {})
+/** The marks as any reader sees them: the store file with its journal replayed. @param {string} dshHome */
+const marksOf = (dshHome) => [...readStoreFile(storePath(dshHome)).marks.values()]
 
 /** The run's one durable session log. @param {string} dshHome */
 function sessionLog(dshHome) {

@@ -80,7 +80,8 @@ describe('one store, many processes at once', () => {
 
     // The file: every mark with its session; every stamped or folded mark still folded, and
     // the markers' marks still active (nobody's write clobbered anybody's).
-    const { nextId, marks } = readStoreFile(file)
+    const { nextId, marks, journal } = readStoreFile(file)
+    assert.equal(journal.torn, false, 'nobody crashed: no torn journal tail')
     assert.equal(nextId, totalMarks + 1)
     assert.equal(marks.size, totalMarks)
     for (const [id, session] of owner) {

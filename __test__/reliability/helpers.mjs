@@ -2,7 +2,7 @@
 /**
  * @module __test__/reliability/helpers
  * Shared pieces of the reliability suites: the addon, temp stores, a reader of the store file
- * that does not go through the addon, the surface snapshot encoder (format of
+ * and its journal that does not go through the addon (the format as the README documents it), the surface snapshot encoder (format of
  * crates/fold-core/src/surface.rs), a JS RewindHost, tmpfs mounts, and the child-process worker.
  *
  * Run as a script (`node helpers.mjs '<json spec>'`), this file IS the worker the crash and
@@ -10,6 +10,7 @@
  * acknowledged operation, after its promise resolved:
  *   `m <id> <sessionId>`  a mark resolved       `f <id>`  completeFold resolved true
  *   `r <id>`              a rewind resolved (the mark is folded)
+ *   `c`                   compactStore resolved (the journal is in the store file)
  * and `ready` before the loop (then waits for a `go` line on stdin when `spec.waitGo`), `done` at the end.
  */
 import assert from 'node:assert/strict'
@@ -55,17 +56,80 @@ export function memoryBackedBase() {
   return tmpdir()
 }
 
-// ---- the store file, read without the addon --------------------------------------------------
+// ---- the store files, read without the addon ------------------------------------------------
+
+const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
+  let c = n
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1
+  return c >>> 0
+})
+
+/** CRC-32 (IEEE), as the journal's lines carry it. @param {Buffer} bytes */
+export function crc32(bytes) {
+  let c = 0xffffffff
+  for (const b of bytes) c = CRC_TABLE[(c ^ b) & 0xff] ^ (c >>> 8)
+  return (c ^ 0xffffffff) >>> 0
+}
+
+/** One journal line (`<crc> <json>\n`) for `value`, as the store writes it. */
+export function journalLine(value) {
+  const json = Buffer.from(JSON.stringify(value))
+  return Buffer.concat([Buffer.from(`${crc32(json).toString(16).padStart(8, '0')} `), json, Buffer.from('\n')])
+}
 
 /**
- * Parses the store file the way DSH tooling would and checks the unit.
+ * Reads a journal as the README documents it, independently of the addon: whole lines
+ * (`<crc> <json>\n` with a matching CRC) are kept; bad bytes with no whole line after them are
+ * a torn tail (dropped); a bad line followed by a whole one is corruption (throws).
+ * @param {Buffer} bytes
+ * @returns {{id: string | null, changes: any[], valid: number, torn: boolean}}
+ */
+export function parseJournal(bytes) {
+  /** @type {{at: number, line: Buffer}[]} */
+  const lines = []
+  for (let at = 0; at < bytes.length; ) {
+    const nl = bytes.indexOf(0x0a, at)
+    const end = nl < 0 ? bytes.length : nl + 1
+    lines.push({ at, line: bytes.subarray(at, end) })
+    at = end
+  }
+  const whole = (/** @type {Buffer} */ line) => {
+    if (line.at(-1) !== 0x0a || line.length < 11 || line[8] !== 0x20) return null
+    const crc = line.subarray(0, 8).toString('latin1')
+    const json = line.subarray(9, line.length - 1)
+    return /^[0-9a-f]{8}$/.test(crc) && parseInt(crc, 16) === crc32(json) ? JSON.parse(json.toString('utf8')) : null
+  }
+  const out = { id: /** @type {string | null} */ (null), changes: /** @type {any[]} */ ([]), valid: 0, torn: false }
+  for (let i = 0; i < lines.length; i++) {
+    const value = whole(lines[i].line)
+    if (value === null) {
+      if (lines.slice(i + 1).some(({ line }) => whole(line) !== null)) throw new Error(`journal byte ${lines[i].at}: damaged before a whole line`)
+      out.torn = true
+      return out
+    }
+    if (i === 0) {
+      assert.equal(value.journal, 'checkpoint', 'journal header')
+      assert.equal(value.version, 1, 'journal version')
+      out.id = value.id
+    } else {
+      out.changes.push(...value.changes)
+    }
+    out.valid = lines[i].at + lines[i].line.length
+  }
+  return out
+}
+
+/**
+ * The store as any reader sees it, read without the addon: the store file (what DSH tooling
+ * reads: parsed, unit checked), with its journal (`<file>.journal`) replayed onto it.
  * @param {string} file
- * @returns {{nextId: number, marks: Map<number, {id: number, sessionId: string, logLength: number, foldedAt: number | null, createdAt: number}>, raw: Buffer}}
+ * @returns {{nextId: number, marks: Map<number, {id: number, sessionId: string, logLength: number, foldedAt: number | null, createdAt: number}>, raw: Buffer, base: Map<number, any>, journal: ReturnType<typeof parseJournal>}}
  */
 export function readStoreFile(file) {
   const raw = readFileSync(file)
   const doc = JSON.parse(raw.toString('utf8'))
-  assert.deepEqual(doc.unit, { name: 'checkpoint', version: 1 }, `${file}: unit`)
+  assert.equal(doc.unit?.name, 'checkpoint', `${file}: unit`)
+  assert.ok([1, 2].includes(doc.unit?.version), `${file}: unit version ${doc.unit?.version}`)
   assert.equal(typeof doc.global?.nextId, 'number', `${file}: global.nextId`)
   const marks = new Map()
   for (const [key, mark] of Object.entries(doc.tables?.marks ?? {})) {
@@ -73,13 +137,31 @@ export function readStoreFile(file) {
     assert.ok(mark.id < doc.global.nextId, `${file}: mark ${mark.id} is not below nextId ${doc.global.nextId}`)
     marks.set(mark.id, mark)
   }
-  return { nextId: doc.global.nextId, marks, raw }
+  const base = new Map(marks)
+  let nextId = doc.global.nextId
+  const journalFile = `${file}.journal`
+  const journal = existsSync(journalFile) ? parseJournal(readFileSync(journalFile)) : { id: null, changes: [], valid: 0, torn: false }
+  for (const change of journal.changes) {
+    if (change.op === 'mark') {
+      if (!marks.has(change.mark.id)) marks.set(change.mark.id, { ...change.mark })
+      nextId = Math.max(nextId, change.mark.id + 1)
+    } else if (change.op === 'fold') {
+      const mark = marks.get(change.id)
+      if (mark && mark.foldedAt === null) mark.foldedAt = change.foldedAt
+    } else {
+      assert.fail(`${journalFile}: unknown change ${JSON.stringify(change)}`)
+    }
+  }
+  return { nextId, marks, raw, base, journal }
 }
 
-/** The file's bytes and inode (a rename-over changes the inode even for equal bytes), or null. */
+/**
+ * The bytes and inode of the store file and its journal (a rename-over changes the inode even
+ * for equal bytes), or null for each that does not exist.
+ */
 export function fileState(file) {
-  if (!existsSync(file)) return null
-  return { bytes: readFileSync(file).toString('base64'), ino: statSync(file).ino }
+  const one = (/** @type {string} */ f) => (existsSync(f) ? { bytes: readFileSync(f).toString('base64'), ino: statSync(f).ino } : null)
+  return { file: one(file), journal: one(`${file}.journal`) }
 }
 
 /** Temp files a write left next to the store (`.<name>.<pid>.<n>.tmp`). */
@@ -222,8 +304,11 @@ export const rssMiB = () => process.memoryUsage().rss / 1048576
  * @property {string | {path: string, maxMarksPerSession?: number}} store
  * @property {string[]} sessions  one chain of operations per session, run concurrently
  * @property {number} [count]     operations per chain (default: until killed)
- * @property {'mark' | 'mark+complete' | 'mark+rewind'} ops
+ * @property {'mark' | 'mark+complete' | 'mark+rewind' | 'mark+compact' | 'compact'} ops
+ *   `mark+compact` marks then folds the journal into the store file (compactStore);
+ *   `compact` only folds, `count` times
  * @property {boolean} [waitGo]   wait for a `go` line on stdin before starting
+ * @property {Record<string, string>} [env]  extra environment (e.g. DSH_FOLD_TEST_FAULTS)
  */
 
 /**
@@ -235,7 +320,7 @@ export const rssMiB = () => process.memoryUsage().rss / 1048576
  */
 export function runWorker(spec, onReady) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [HELPERS, JSON.stringify(spec)], { stdio: ['pipe', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [HELPERS, JSON.stringify(spec)], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...spec.env } })
     let out = ''
     let stderr = ''
     let ready = false
@@ -255,18 +340,20 @@ export function runWorker(spec, onReady) {
   })
 }
 
-/** Groups a worker's lines: ids marked (with their session), stamped, folded. */
+/** Groups a worker's lines: ids marked (with their session), stamped, folded, compactions. */
 export function parseAcks(lines) {
   const marked = []
   const stamped = []
   const folded = []
+  let compacted = 0
   for (const line of lines) {
     const [tag, id, session] = line.split(' ')
     if (tag === 'm') marked.push({ id: Number(id), session })
     else if (tag === 'f') stamped.push(Number(id))
     else if (tag === 'r') folded.push(Number(id))
+    else if (tag === 'c') compacted++
   }
-  return { marked, stamped, folded }
+  return { marked, stamped, folded, compacted }
 }
 
 /** @param {WorkerSpec} spec */
@@ -293,6 +380,11 @@ async function worker(spec) {
     const anchor = 3
     const snapshot = explorationSurface(anchor)
     for (let i = 0; i < count; i++) {
+      if (spec.ops === 'compact') {
+        await fold.compactStore(spec.store)
+        ack('c')
+        continue
+      }
       const m = await fold.mark(spec.store, session, anchor, `step ${i}`)
       ack(`m ${m.id} ${session}`)
       if (spec.ops === 'mark+complete') {
@@ -302,6 +394,9 @@ async function worker(spec) {
         const r = await fold.rewind(spec.store, session, jsHost(snapshot))
         if (r.markId !== m.id) throw new Error(`rewind folded ${r.markId}, expected ${m.id}`)
         ack(`r ${m.id}`)
+      } else if (spec.ops === 'mark+compact') {
+        await fold.compactStore(spec.store)
+        ack('c')
       }
     }
   }

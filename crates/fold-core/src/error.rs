@@ -44,6 +44,10 @@ pub enum FoldError {
     /// The store file or its directory could not be read, written or locked.
     #[error("{0}")]
     StoreIo(String),
+    /// A synchronous read came before the store file was loaded into memory; it is loading now
+    /// (off the calling thread). Ask again, or use the async read, which waits for the load.
+    #[error("{0}")]
+    StoreLoading(String),
     /// Bad input from the caller.
     #[error("{0}")]
     InvalidArgument(String),
@@ -75,6 +79,7 @@ impl FoldError {
             Self::StoreCorrupt(_) => "STORE_CORRUPT",
             Self::StoreVersion(_) => "STORE_VERSION",
             Self::StoreIo(_) => "STORE_IO",
+            Self::StoreLoading(_) => "STORE_LOADING",
             Self::InvalidArgument(_) => "INVALID_ARGUMENT",
             Self::UnknownBlock(_) => "UNKNOWN_BLOCK",
             Self::Protected(_) => "PROTECTED",
@@ -83,7 +88,7 @@ impl FoldError {
     }
 
     /// Every code this crate can produce.
-    pub const CODES: [&'static str; 16] = [
+    pub const CODES: [&'static str; 17] = [
         "NO_CHECKPOINT",
         "EMPTY_REGION",
         "UNBALANCED",
@@ -96,6 +101,7 @@ impl FoldError {
         "STORE_CORRUPT",
         "STORE_VERSION",
         "STORE_IO",
+        "STORE_LOADING",
         "INVALID_ARGUMENT",
         "UNKNOWN_BLOCK",
         "PROTECTED",

@@ -1,7 +1,8 @@
 //! Decoding DSH's persisted session logs (`session.jsonl.zstd`): a sequence of concatenated
 //! Zstandard frames — one for the header, one per append batch — that together are the
 //! JSONL text. Node 20 has no zstd, and Node 22's `zstdDecompressSync` stops after the first
-//! frame, so the CLI decodes here. Output is capped so a hostile file cannot exhaust memory.
+//! frame, so the CLI decodes here. Output is capped so a hostile file cannot exhaust memory,
+//! and nothing past [`MAX_INITIAL_CAPACITY`] is reserved before the frames say what they hold.
 
 use std::io::Read;
 
@@ -12,13 +13,19 @@ use crate::error::{FoldError, Result};
 /// Largest decoded size accepted (1 GiB).
 pub const MAX_DECODED_BYTES: u64 = 1 << 30;
 
+/// Most the output buffer reserves before anything is decoded (16 MiB); past it, it grows with
+/// what the frames really decode to, up to [`MAX_DECODED_BYTES`].
+pub const MAX_INITIAL_CAPACITY: usize = 16 << 20;
+
 /// Decodes every frame of `bytes` and concatenates the output.
 ///
 /// # Errors
 /// `INVALID_ARGUMENT` when the data is not a sequence of valid zstd frames, or decodes past
 /// [`MAX_DECODED_BYTES`].
 pub fn decode_frames(mut bytes: &[u8]) -> Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(bytes.len() * 4);
+    // Session logs compress ~4×: reserve that much, but never more than the cap before a byte is
+    // decoded (a hostile input would otherwise get 4× its size up front).
+    let mut out = Vec::with_capacity(bytes.len().saturating_mul(4).min(MAX_INITIAL_CAPACITY));
     let mut frame = 0usize;
     while !bytes.is_empty() {
         let decoder =

@@ -4,6 +4,9 @@
 //!   mutated valid documents are written, `latest`/`list` must answer `Ok` or a `STORE_*` error and
 //!   leave the file byte-for-byte unchanged — never panic. A file we can read must also take a
 //!   write that a fresh `Store` reads back with every old mark and a new, larger id.
+//! - The store's journal, next to a good store file: mutated journals and journals cut at every
+//!   byte must read `Ok` (a torn tail dropped) or `STORE_CORRUPT` / `STORE_VERSION`, change no
+//!   file when read, and a readable one must take a write that a fresh reader sees whole.
 //! - The surface decoder and region selection: arbitrary `u32` vectors and mutated valid
 //!   snapshots through [`Surface::decode`] + [`region::select`] must never panic, and a selected
 //!   region must be consistent (in bounds, its seqs, its chars, `still_matches`).
@@ -48,6 +51,8 @@ fn corpus_dir(kind: &str) -> PathBuf {
 fn check_store_bytes(dir: &Path, bytes: &[u8]) -> String {
     let path = dir.join("checkpoint.json");
     let _ = fs::remove_file(&path);
+    // The journal of the previous case belongs to another store.
+    let _ = fs::remove_file(dir.join("checkpoint.json.journal"));
     fs::write(&path, bytes).unwrap();
     let store = Store::new(&path, KEEP_ALL);
     let read = store.latest("s").map(|_| ());
@@ -123,6 +128,60 @@ fn check_surface(words: &[u32], anchor: u64) -> String {
             e.code().to_owned()
         }
     }
+}
+
+/// The store contract for one journal content next to a good store file: reads answer `Ok` (a
+/// torn tail dropped) or a `STORE_*` error and change no file; a readable store takes a write
+/// that cuts any torn tail and that a fresh reader sees with every mark the read saw.
+fn check_journal_bytes(dir: &Path, base: &[u8], journal: &[u8]) -> String {
+    let path = dir.join("checkpoint.json");
+    let journal_path = dir.join("checkpoint.json.journal");
+    fs::write(&path, base).unwrap();
+    fs::write(&journal_path, journal).unwrap();
+    let unchanged = || {
+        assert_eq!(fs::read(&path).unwrap(), base, "the store file changed");
+        assert_eq!(fs::read(&journal_path).unwrap(), journal, "the journal changed");
+    };
+    let store = Store::new(&path, KEEP_ALL);
+    let marks = match store.list(None) {
+        Ok(marks) => marks,
+        Err(e) => {
+            assert!(
+                matches!(e.code(), "STORE_CORRUPT" | "STORE_VERSION"),
+                "{}: {e}",
+                e.code()
+            );
+            assert!(e.to_string().contains("checkpoint.json"), "{e}");
+            assert_eq!(store.mark("w", 1, None).unwrap_err().code(), e.code());
+            unchanged();
+            return e.code().to_owned();
+        }
+    };
+    unchanged();
+    let new = store.mark("fuzz", 7, None).expect("a readable store takes a write");
+    assert!(marks.iter().all(|m| m.id < new.id), "id {} reused", new.id);
+    let again = Store::new(&path, KEEP_ALL).list(None).expect("we read what we wrote");
+    assert_eq!(again.len(), marks.len() + 1);
+    for m in &marks {
+        assert!(again.contains(m), "mark {} lost by a write", m.id);
+    }
+    "ok".to_owned()
+}
+
+/// A store file and its journal with a few appends (marks with and without objectives, a fold).
+fn journal_template() -> (Vec<u8>, Vec<u8>) {
+    let dir = scratch();
+    let path = dir.path().join("checkpoint.json");
+    let store = Store::new(&path, KEEP_ALL);
+    store.mark("a", 1, Some("first")).unwrap();
+    store.mark("b", 2, None).unwrap();
+    store.mark("a", 3, Some("quote \" and newline \n")).unwrap();
+    assert!(store.complete_fold("a", 3).unwrap());
+    store.mark("c", 4, None).unwrap();
+    (
+        fs::read(&path).unwrap(),
+        fs::read(dir.path().join("checkpoint.json.journal")).unwrap(),
+    )
 }
 
 // ---------------------------------------------------------------- seed corpus
@@ -204,7 +263,8 @@ fn valid_document() -> impl Strategy<Value = Value> {
         }
         let next = (marks.len() as u64 + 1) * (gap + 1);
         json!({
-            "unit": {"name": "checkpoint", "version": 1},
+            // both layouts this version reads: 1 (no journal) and 2
+            "unit": {"name": "checkpoint", "version": 1 + gap % 2},
             "global": {"nextId": next, "other": "kept"},
             "tables": {"marks": rows, "foreign": {"a": [1, 2]}},
         })
@@ -554,6 +614,31 @@ fn store_parser_survives_mutated_documents() {
             check_store_bytes(dir.path(), &bytes)
         },
     );
+}
+
+#[test]
+fn journal_survives_mutations_and_torn_tails() {
+    let dir = scratch();
+    let (base, journal) = journal_template();
+    let strategy = (prop::collection::vec(byte_mutation(), 1..4), any::<usize>());
+    fuzz("store/journal", strategy, |(mutations, cut)| {
+        let mut bytes = journal.clone();
+        for m in &mutations {
+            mutate_bytes(&mut bytes, m);
+        }
+        if cut % 3 == 0 {
+            bytes.truncate(cut % (bytes.len() + 1)); // a torn tail on top
+        }
+        check_journal_bytes(dir.path(), &base, &bytes)
+    });
+    // every cut of the clean journal reads, and takes a write
+    for cut in 0..=journal.len() {
+        assert_eq!(
+            check_journal_bytes(dir.path(), &base, &journal[..cut]),
+            "ok",
+            "cut at {cut}"
+        );
+    }
 }
 
 #[test]

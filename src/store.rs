@@ -1,0 +1,310 @@
+//! The checkpoint store's exports: `mark`, `latestMark`, `hasActive`, `hasActiveSync`,
+//! `completeFold`, `listMarks`, `openStore` (what a plugin calls at mount) and `compactStore`.
+//!
+//! The JS thread never does file work here: reads answer from memory on the spot once the file
+//! is loaded; before that, the async reads wait for a load that runs off-thread, and
+//! `hasActiveSync` (which cannot wait) throws `STORE_LOADING` and starts the load. Writes run on
+//! napi's runtime. A write that landed with a problem worth telling (its directory fsync
+//! failed) resolves normally and the problem is emitted as a process warning
+//! (`process.emitWarning`, type `DshFoldWarning`, code `DSH_FOLD_STORE_DURABILITY`) when the
+//! promise settles.
+
+use fold_core::fold;
+use fold_core::store::{check_session_id, MarkRecord as CoreMark, Store};
+use fold_core::FoldError;
+use napi::bindgen_prelude::*;
+use napi::Env;
+use napi_derive::napi;
+
+use crate::convert::{self, promise, rejected, settled, throw, CoreResult};
+use crate::MAX_LOG_LENGTH;
+
+/// Largest mark id accepted from JS.
+const MAX_MARK_ID: f64 = 9_007_199_254_740_991.0;
+
+/// The `type` and `code` of the process warnings the store emits.
+const WARNING_TYPE: &str = "DshFoldWarning";
+const WARNING_CODE: &str = "DSH_FOLD_STORE_DURABILITY";
+
+/// A mark as `mark` returns it: the id to fold to and the anchor.
+#[napi(object)]
+pub struct NewMark {
+    pub id: i64,
+    pub log_length: i64,
+}
+
+/// A stored mark.
+#[napi(object)]
+pub struct MarkRecord {
+    pub id: i64,
+    pub session_id: String,
+    pub log_length: i64,
+    pub objective: Option<String>,
+    /// Milliseconds since the Unix epoch.
+    pub created_at: i64,
+    /// Milliseconds since the Unix epoch; `null` while the mark is active.
+    pub folded_at: Either<i64, Null>,
+}
+
+impl From<CoreMark> for MarkRecord {
+    fn from(m: CoreMark) -> Self {
+        Self {
+            id: m.id as i64,
+            session_id: m.session_id,
+            log_length: m.log_length as i64,
+            objective: m.objective,
+            created_at: m.created_at as i64,
+            folded_at: m.folded_at.map_or(Either::B(Null), |t| Either::A(t as i64)),
+        }
+    }
+}
+
+/// Emits the store's pending warnings as process warnings (on the JS thread).
+pub(crate) fn emit_warnings(env: &Env, store: &Store) -> napi::Result<()> {
+    let warnings = store.take_warnings();
+    if warnings.is_empty() {
+        return Ok(());
+    }
+    let process: Object = env.get_global()?.get_named_property("process")?;
+    let emit: Function<FnArgs<(String, Object)>, Unknown> = process.get_named_property("emitWarning")?;
+    for warning in warnings {
+        let mut options = Object::new(env)?;
+        options.set_named_property("type", WARNING_TYPE)?;
+        options.set_named_property("code", WARNING_CODE)?;
+        emit.apply(process, FnArgs::from((warning, options)))?;
+    }
+    Ok(())
+}
+
+/// Runs blocking store work (a load, a listing) on napi's blocking pool.
+async fn off_thread<T: Send + 'static>(f: impl FnOnce() -> CoreResult<T> + Send + 'static) -> CoreResult<T> {
+    napi::bindgen_prelude::spawn_blocking(f)
+        .await
+        .map_err(|e| FoldError::StoreIo(format!("checkpoint store worker failed: {e}")))?
+}
+
+/// Records a durable checkpoint mark for `sessionId` at log length `logLength`.
+#[napi(
+    ts_args_type = "store: StoreRef, sessionId: string, logLength: number, objective?: string | null",
+    ts_return_type = "Promise<NewMark>"
+)]
+pub fn mark<'e>(
+    env: &'e Env,
+    store: Unknown<'e>,
+    session_id: Unknown<'e>,
+    log_length: Unknown<'e>,
+    objective: Option<Unknown<'e>>,
+) -> Result<PromiseRaw<'e, NewMark>> {
+    let store = match convert::store(&store)? {
+        Ok(s) => s,
+        Err(e) => return rejected(env, e),
+    };
+    let session_id = match convert::string(&session_id, "sessionId")? {
+        Ok(s) => s,
+        Err(e) => return rejected(env, e),
+    };
+    let log_length = match convert::integer(&log_length, "logLength", MAX_LOG_LENGTH)? {
+        Ok(n) => n,
+        Err(e) => return rejected(env, e),
+    };
+    let objective = match convert::opt_string(objective.as_ref(), "objective")? {
+        Ok(o) => o,
+        Err(e) => return rejected(env, e),
+    };
+    let warned = store.clone();
+    promise(
+        env,
+        async move { fold::mark(&store, &session_id, log_length, objective).await },
+        move |env, m| {
+            emit_warnings(env, &warned)?;
+            Ok(NewMark {
+                id: m.id as i64,
+                log_length: m.log_length as i64,
+            })
+        },
+    )
+}
+
+/// The session's newest mark (folded or not), or `null`.
+#[napi(
+    ts_args_type = "store: StoreRef, sessionId: string",
+    ts_return_type = "Promise<MarkRecord | null>"
+)]
+pub fn latest_mark<'e>(
+    env: &'e Env,
+    store: Unknown<'e>,
+    session_id: Unknown<'e>,
+) -> Result<PromiseRaw<'e, Option<MarkRecord>>> {
+    let store = match convert::store(&store)? {
+        Ok(s) => s,
+        Err(e) => return rejected(env, e),
+    };
+    let session_id = match convert::string(&session_id, "sessionId")? {
+        Ok(s) => s,
+        Err(e) => return rejected(env, e),
+    };
+    // Once the file is in memory the answer is known here: settle now, without the async
+    // runtime's thread hops (the turn guard asks at every turn end; bench/has-active.mjs).
+    // Before that, the load runs off-thread and the promise waits for it.
+    if let Some(answer) = store.latest_in_memory(&session_id) {
+        return settled(env, answer.map(|m| m.map(MarkRecord::from)));
+    }
+    promise(
+        env,
+        async move { fold::latest_mark(&store, &session_id).await },
+        |_, m| Ok(m.map(MarkRecord::from)),
+    )
+}
+
+/// Whether the session's newest mark exists and is not folded (from memory once loaded; the
+/// first call waits for the load, which runs off-thread).
+#[napi(
+    ts_args_type = "store: StoreRef, sessionId: string",
+    ts_return_type = "Promise<boolean>"
+)]
+pub fn has_active<'e>(env: &'e Env, store: Unknown<'e>, session_id: Unknown<'e>) -> Result<PromiseRaw<'e, bool>> {
+    let store = match convert::store(&store)? {
+        Ok(s) => s,
+        Err(e) => return rejected(env, e),
+    };
+    let session_id = match convert::string(&session_id, "sessionId")?.and_then(|s| check_session_id(&s).map(|()| s)) {
+        Ok(s) => s,
+        Err(e) => return rejected(env, e),
+    };
+    // Known from memory: settle now rather than through the async runtime (a thread hop there
+    // and back, ~25 µs instead of ~2 µs; bench/has-active.mjs).
+    if let Some(Ok(active)) = store.has_active_in_memory(&session_id) {
+        return settled(env, Ok(active));
+    }
+    promise(
+        env,
+        async move { off_thread(move || store.has_active(&session_id)).await },
+        |_, active| Ok(active),
+    )
+}
+
+/// `hasActive` without the promise, for hot paths: from memory. Before the store file is
+/// loaded it throws `STORE_LOADING` (and starts the load off-thread) rather than read the disk
+/// on the JS thread; after a failed load it throws that load's error (and tries again).
+#[napi(ts_args_type = "store: StoreRef, sessionId: string")]
+pub fn has_active_sync(env: &Env, store: Unknown<'_>, session_id: Unknown<'_>) -> Result<bool> {
+    let store = match convert::store(&store)? {
+        Ok(s) => s,
+        Err(e) => return Err(throw(env, &e)),
+    };
+    let session_id = match convert::string(&session_id, "sessionId")? {
+        Ok(s) => s,
+        Err(e) => return Err(throw(env, &e)),
+    };
+    let answer = match store.has_active_in_memory(&session_id) {
+        Some(Ok(active)) => return Ok(active),
+        Some(Err(e)) if e.code() == "INVALID_ARGUMENT" => Err(e),
+        Some(Err(e)) => {
+            store.start_loading();
+            Err(e)
+        }
+        None => {
+            store.start_loading();
+            Err(FoldError::StoreLoading(format!(
+                "checkpoint store {} is still loading (off the JS thread); use hasActive, which waits \
+                 for it, or ask again",
+                store.path().display()
+            )))
+        }
+    };
+    answer.map_err(|e| throw(env, &e))
+}
+
+/// Stamps `markId` folded when it is the session's latest active mark; `false` changes nothing.
+#[napi(
+    ts_args_type = "store: StoreRef, sessionId: string, markId: number",
+    ts_return_type = "Promise<boolean>"
+)]
+pub fn complete_fold<'e>(
+    env: &'e Env,
+    store: Unknown<'e>,
+    session_id: Unknown<'e>,
+    mark_id: Unknown<'e>,
+) -> Result<PromiseRaw<'e, bool>> {
+    let store = match convert::store(&store)? {
+        Ok(s) => s,
+        Err(e) => return rejected(env, e),
+    };
+    let session_id = match convert::string(&session_id, "sessionId")? {
+        Ok(s) => s,
+        Err(e) => return rejected(env, e),
+    };
+    let mark_id = match convert::integer(&mark_id, "markId", MAX_MARK_ID)? {
+        Ok(n) => n,
+        Err(e) => return rejected(env, e),
+    };
+    let warned = store.clone();
+    promise(
+        env,
+        async move { fold::complete_fold(&store, &session_id, mark_id).await },
+        move |env, stamped| {
+            emit_warnings(env, &warned)?;
+            Ok(stamped)
+        },
+    )
+}
+
+/// Every mark of the store (or of one session), newest first; re-reads what other processes wrote.
+#[napi(
+    ts_args_type = "store: StoreRef, sessionId?: string | null",
+    ts_return_type = "Promise<MarkRecord[]>"
+)]
+pub fn list_marks<'e>(
+    env: &'e Env,
+    store: Unknown<'e>,
+    session_id: Option<Unknown<'e>>,
+) -> Result<PromiseRaw<'e, Vec<MarkRecord>>> {
+    let store = match convert::store(&store)? {
+        Ok(s) => s,
+        Err(e) => return rejected(env, e),
+    };
+    let session_id = match convert::opt_string(session_id.as_ref(), "sessionId")? {
+        Ok(s) => s,
+        Err(e) => return rejected(env, e),
+    };
+    promise(
+        env,
+        async move { off_thread(move || store.list(session_id.as_deref())).await },
+        |_, marks| Ok(marks.into_iter().map(MarkRecord::from).collect()),
+    )
+}
+
+/// Loads the store into memory off the JS thread, so the first turn's `hasActive` /
+/// `latestMark` answer on the spot, and folds a non-empty journal into the store file (best
+/// effort). A checkpoint plugin calls it when it mounts; it also registers the ref's limits.
+/// Resolves once loaded; rejects with the store's error when it cannot be read (every later
+/// call reports it too).
+#[napi(ts_args_type = "store: StoreRef", ts_return_type = "Promise<void>")]
+pub fn open_store<'e>(env: &'e Env, store: Unknown<'e>) -> Result<PromiseRaw<'e, ()>> {
+    let store = match convert::store(&store)? {
+        Ok(s) => s,
+        Err(e) => return rejected(env, e),
+    };
+    let warned = store.clone();
+    promise(
+        env,
+        async move { off_thread(move || store.open()).await },
+        move |env, ()| emit_warnings(env, &warned),
+    )
+}
+
+/// Folds the store's journal into the store file now, so a tool that reads only the file sees
+/// every mark. Resolves once done (nothing to do for a store that does not exist).
+#[napi(ts_args_type = "store: StoreRef", ts_return_type = "Promise<void>")]
+pub fn compact_store<'e>(env: &'e Env, store: Unknown<'e>) -> Result<PromiseRaw<'e, ()>> {
+    let store = match convert::store(&store)? {
+        Ok(s) => s,
+        Err(e) => return rejected(env, e),
+    };
+    let warned = store.clone();
+    promise(
+        env,
+        async move { off_thread(move || store.compact()).await },
+        move |env, ()| emit_warnings(env, &warned),
+    )
+}
