@@ -16,11 +16,12 @@
  */
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
+import { readdirSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import path from 'node:path'
 import { describe, it } from 'node:test'
 
-import { callsOf, loadSegments, mean, missing, regionFacts, retention, visibleChars } from '../bin/report-facts.mjs'
+import { callsOf, loadSegments, mean, missing, regionFacts, retention, TRAJECTORY_DIR, visibleChars } from '../bin/report-facts.mjs'
 
 const require = createRequire(import.meta.url)
 const addonPath = path.resolve(import.meta.dirname, '..')
@@ -58,10 +59,15 @@ const SHELL = /bash|shell|exec|terminal|command/i
 const LISTING = /(^|[;&|]\s*|\bcd\s+\S+\s*&&\s*)(ls|find|tree)\s/
 
 describe('the extractive report on recorded agent trajectories', () => {
-  it('the corpus: at least 12 segments of 2 or more sources, with paths, commands and error lines', () => {
-    assert.ok(segments.length >= 12, `${segments.length} segments`)
-    const sources = new Set(segments.map((s) => s.name.split('-')[0]))
-    assert.ok(sources.size >= 2)
+  it('the corpus: at least 30 segments of 4 or more agents and 5 or more models, with paths, commands and error lines', () => {
+    assert.ok(segments.length >= 30, `${segments.length} segments`)
+    const agents = new Set(segments.map((s) => s.agent))
+    assert.ok(agents.size >= 4, [...agents].join(', '))
+    const models = new Set(segments.flatMap((s) => s.messages.filter((m) => m.role === 'assistant').map((m) => m.source?.model)))
+    assert.ok(models.size >= 5, [...models].join(', '))
+    // Every segment file is one the manifest lists: nothing in the directory escapes the check below.
+    const files = readdirSync(TRAJECTORY_DIR).filter((f) => f.endsWith('.json') && f !== 'sources.json')
+    assert.deepEqual(files.map((f) => f.replace(/\.json$/, '')).sort(), segments.map((s) => s.name).sort())
     for (const kind of /** @type {const} */ (['paths', 'commands', 'errors'])) {
       assert.ok(segments.reduce((n, s) => n + s.facts[kind].length, 0) >= 50, kind)
     }
@@ -90,6 +96,14 @@ describe('the extractive report on recorded agent trajectories', () => {
     })
   }
 
+  // The committed segments are what their public sources give: extract.mjs re-reads every source
+  // file at its recorded commit from a mirror of the repositories and compares. CI has no mirror.
+  const mirror = process.env.DSH_FOLD_TRAJECTORY_MIRROR
+  it('the committed segments are exactly what extract.mjs cuts from the sources', { skip: mirror ? false : 'set DSH_FOLD_TRAJECTORY_MIRROR to a directory of <owner>+<name>/repo git mirrors of the sources (SOURCES.md) to run it' }, () => {
+    const out = execFileSync(process.execPath, [path.join(TRAJECTORY_DIR, 'extract.mjs'), mirror ?? '', '--check'], { encoding: 'utf8' })
+    assert.match(out, /: 0 differ/)
+  })
+
   it('zh keeps exactly the facts en keeps', () => {
     for (const s of segments) assert.deepEqual(missing(s.reports.zh, s.facts), missing(s.reports.en, s.facts), s.name)
   })
@@ -104,11 +118,18 @@ describe('the extractive report on recorded agent trajectories', () => {
   it('does not keep a multi-line command body whole: no body line past the first', () => {
     let bodies = 0
     for (const s of segments) {
-      // A body line that is also part of a fact (another command's first line) may be kept.
+      // A body line that is also part of a fact (another command's first line) may be kept, and
+      // so may one that a tool printed too (a diff of the file the body wrote, a test's output):
+      // the report may quote the output.
       const facts = [...s.facts.errors, ...s.facts.paths, ...s.facts.commands].join('\n')
+      const printed = new Set(callsOf(s.messages).flatMap((c) => c.outputs.flatMap((o) => o.text.split('\n').map((l) => l.trim()))))
       for (const c of callsOf(s.messages)) {
         if (!SHELL.test(c.name) || typeof c.args.command !== 'string') continue
-        const body = c.args.command.split('\n').slice(1).map((l) => l.trim()).filter((l) => l.length >= 30 && !facts.includes(l))
+        const body = c.args.command
+          .split('\n')
+          .slice(1)
+          .map((l) => l.trim())
+          .filter((l) => l.length >= 30 && !facts.includes(l) && !printed.has(l))
         if (!body.length) continue
         bodies += 1
         for (const line of body) assert.ok(!s.reports.en.includes(line), `${s.name}: body line ${JSON.stringify(line)}`)
@@ -120,11 +141,13 @@ describe('the extractive report on recorded agent trajectories', () => {
   it('summarizes a directory listing instead of copying its entries', () => {
     let listings = 0
     for (const s of segments) {
-      const facts = new Set([...s.facts.errors, ...s.facts.paths])
+      // An output line that is part of a fact (an error line, a path, inside a command line the
+      // report keeps) is not a listing entry copied.
+      const facts = [...s.facts.errors, ...s.facts.paths, ...s.facts.commands].join('\n')
       for (const c of callsOf(s.messages)) {
         const first = typeof c.args.command === 'string' ? c.args.command.split('\n')[0] : ''
         if (!SHELL.test(c.name) || !LISTING.test(first)) continue
-        const entries = c.outputs.flatMap((o) => o.text.split('\n')).map((l) => l.trim()).filter((l) => l.length >= 8 && !facts.has(l) && !/^\[exit code/.test(l))
+        const entries = c.outputs.flatMap((o) => o.text.split('\n')).map((l) => l.trim()).filter((l) => l.length >= 8 && !facts.includes(l) && !/^\[exit code/.test(l))
         if (entries.length < 3) continue
         listings += 1
         const copied = entries.filter((e) => s.reports.en.includes(e))

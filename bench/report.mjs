@@ -13,7 +13,7 @@
  * - `ours-4000`: the same with the former fixed cap, `maxChars: 4000`;
  * - `head+tail`: DSH's tool-result-pruner over the region (every output over 8192 code points
  *   keeps head 4096 + tail 1024), i.e. what the model would see without a fold.
- * Means are over segments. Checks (also in --quick): ours keeps >= 95% of each kind, is <= 25%
+ * Means are over segments, also per agent (`byAgent`). Checks (also in --quick): ours keeps >= 95% of each kind, is <= 25%
  * of the region on average, zh keeps exactly en's facts, and the same input gives the same bytes.
  *
  * Throughput (not in --quick, which runs it once and reports nothing): regions of ~1 MB and
@@ -49,7 +49,7 @@ check(segments.length > 0, 'the trajectory corpus is present')
 
 // ---- quality ---------------------------------------------------------------------------------
 
-/** @type {Record<string, {name: string, visible: number, counts: Record<string, number>, texts: Record<string, {ratio: number, paths: number | null, commands: number | null, errors: number | null}>}>} */
+/** @type {Record<string, {name: string, agent: string, model: string, visible: number, counts: Record<string, number>, texts: Record<string, {ratio: number, paths: number | null, commands: number | null, errors: number | null}>}>} */
 const perSegment = {}
 for (const s of segments) {
   const json = JSON.stringify(s.messages)
@@ -65,6 +65,8 @@ for (const s of segments) {
   check(JSON.stringify(missing(texts['ours/zh'], facts)) === JSON.stringify(missing(texts['ours/en'], facts)), `${s.name}: zh keeps en's facts`)
   perSegment[s.name] = {
     name: s.name,
+    agent: s.agent,
+    model: s.model,
     visible: facts.visible,
     counts: { paths: facts.paths.length, commands: facts.commands.length, errors: facts.errors.length },
     texts: Object.fromEntries(Object.entries(texts).map(([k, t]) => [k, { ratio: t.length / facts.visible, ...retention(t, facts) }])),
@@ -72,16 +74,24 @@ for (const s of segments) {
 }
 const VARIANTS = ['ours/en', 'ours/zh', 'ours-4000/en', 'ours-4000/zh', 'head+tail']
 const rows = Object.values(perSegment)
-const means = Object.fromEntries(
-  VARIANTS.map((v) => [
-    v,
-    {
-      ratio: mean(rows.map((r) => r.texts[v].ratio)),
-      maxRatio: Math.max(...rows.map((r) => r.texts[v].ratio)),
-      ...Object.fromEntries(KINDS.map((k) => [k, mean(rows.map((r) => r.texts[v][k]))])),
-    },
-  ]),
-)
+/** Means of each variant over some segments. @param {typeof rows} of */
+const meansOf = (of) =>
+  Object.fromEntries(
+    VARIANTS.map((v) => [
+      v,
+      {
+        ratio: mean(of.map((r) => r.texts[v].ratio)),
+        maxRatio: Math.max(...of.map((r) => r.texts[v].ratio)),
+        ...Object.fromEntries(KINDS.map((k) => [k, mean(of.map((r) => r.texts[v][k]))])),
+      },
+    ]),
+  )
+const means = meansOf(rows)
+// The same per agent: a mean over all segments can hide one agent's shape of output.
+const byAgent = [...new Set(rows.map((r) => r.agent))].map((agent) => {
+  const of = rows.filter((r) => r.agent === agent)
+  return { agent, segments: of.length, models: [...new Set(of.map((r) => r.model))], means: meansOf(of) }
+})
 for (const language of LANGUAGES) {
   const m = means[`ours/${language}`]
   for (const k of KINDS) check(m[k] >= 0.95, `ours/${language} keeps ${(100 * m[k]).toFixed(1)}% of ${k} (>= 95%)`)
@@ -91,13 +101,14 @@ log(`report quality: ${VARIANTS.map((v) => `${v} ratio ${means[v].ratio.toFixed(
 
 // ---- throughput ------------------------------------------------------------------------------
 
-/** The segments' messages repeated until the JSON is `mb` MB, call ids made unique per copy. @param {number} mb */
+/** Whole segments, repeated as needed, until the JSON is `mb` MB; call ids made unique per copy. @param {number} mb */
 function bigRegion(mb) {
   /** @type {any[]} */
   const all = []
   let bytes = 2
   for (let k = 0; bytes < mb * 1e6; k++) {
     for (const s of segments) {
+      if (bytes >= mb * 1e6) break
       for (const m of s.messages) {
         const content = m.content.map((/** @type {any} */ b) =>
           b.type === 'tool-call' ? { ...b, id: `k${k}-${b.id}` } : b.type === 'tool-result' ? { ...b, toolCallId: `k${k}-${b.toolCallId}` } : b,
@@ -163,6 +174,7 @@ emit(out, {
   corpusBytes: segments.reduce((n, s) => n + Buffer.byteLength(JSON.stringify(s.messages)), 0),
   variants: VARIANTS,
   means,
+  byAgent,
   perSegment: rows,
   speed: quick ? [] : speed,
   linear: quick ? NaN : linear,

@@ -499,11 +499,20 @@ function renderReport(RP, L) {
     const m = RP.means[v]
     L.push(`| ${v} | ${pct(m.paths)} | ${pct(m.commands)} | ${pct(m.errors)} | ${pct(m.ratio)} | ${pct(m.maxRatio)} |`)
   }
+  if (RP.byAgent) {
+    L.push('', 'Per agent (ours, en; head+tail in brackets):', '')
+    L.push('| agent | segments | models | paths | commands | error lines | text / region (mean) |', '|---|---|---|---|---|---|---|')
+    for (const a of RP.byAgent) {
+      const m = a.means['ours/en']
+      const b = a.means['head+tail']
+      L.push(`| ${a.agent} | ${a.segments} | ${a.models.join(', ')} | ${pct(m.paths)} (${pct(b.paths)}) | ${pct(m.commands)} (${pct(b.commands)}) | ${pct(m.errors)} (${pct(b.errors)}) | ${pct(m.ratio)} (${pct(b.ratio)}) |`)
+    }
+  }
   L.push('', 'Per segment (ours, en):', '')
-  L.push('| segment | visible chars | paths | commands | error lines | report / region |', '|---|---|---|---|---|---|')
+  L.push('| segment | model | visible chars | paths | commands | error lines | report / region |', '|---|---|---|---|---|---|---|')
   for (const r of RP.perSegment) {
     const t = r.texts['ours/en']
-    L.push(`| ${r.name} | ${r.visible} | ${pct(t.paths)} of ${r.counts.paths} | ${pct(t.commands)} of ${r.counts.commands} | ${pct(t.errors)} of ${r.counts.errors} | ${pct(t.ratio)} |`)
+    L.push(`| ${r.name} | ${r.model ?? ''} | ${r.visible} | ${pct(t.paths)} of ${r.counts.paths} | ${pct(t.commands)} of ${r.counts.commands} | ${pct(t.errors)} of ${r.counts.errors} | ${pct(t.ratio)} |`)
   }
   L.push('')
   if (RP.speed.length) {

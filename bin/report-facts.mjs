@@ -25,18 +25,27 @@
  * fixed marker; everything else stays (call arguments decoded from their JSON, so a command is
  * its own text, not its escaped form).
  */
-import { readdirSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import path from 'node:path'
 
 /** The recorded agent trajectories the test and the bench grade on. */
 export const TRAJECTORY_DIR = path.join(import.meta.dirname, '..', '__test__', 'fixtures', 'trajectories')
 
-/** Every converted segment, by name order. @returns {{name: string, messages: any[]}[]} */
+/**
+ * Every segment the corpus's manifest (`sources.json`) lists, by name order, with its source's
+ * agent and model. @returns {{name: string, agent: string, model: string, messages: any[]}[]}
+ */
 export function loadSegments(dir = TRAJECTORY_DIR) {
-  return readdirSync(dir)
-    .filter((f) => f.endsWith('.json'))
-    .sort()
-    .map((f) => ({ name: f.replace(/\.json$/, ''), messages: JSON.parse(readFileSync(path.join(dir, f), 'utf8')) }))
+  const manifest = JSON.parse(readFileSync(path.join(dir, 'sources.json'), 'utf8'))
+  const sources = new Map(manifest.sources.map((/** @type {any} */ s) => [s.id, s]))
+  return manifest.segments
+    .map((/** @type {any} */ seg) => ({
+      name: seg.name,
+      agent: sources.get(seg.source).agent,
+      model: seg.model ?? sources.get(seg.source).model,
+      messages: JSON.parse(readFileSync(path.join(dir, `${seg.name}.json`), 'utf8')),
+    }))
+    .sort((/** @type {any} */ a, /** @type {any} */ b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
 }
 
 const norm = (/** @type {string} */ k) => k.toLowerCase().replace(/[-_]/g, '')
