@@ -102,7 +102,7 @@ class Descriptors {
         this.kind[seq] = KIND.user
         this.chars[seq] = visibleChars(event.data?.content)
         const source = event.data?.source
-        if (isRewindReportSource(source) && Number.isInteger(source.markId) && Array.isArray(event.sourceEventSeqs)) {
+        if (isRewindReportSource(source) && Number.isSafeInteger(source.markId) && source.markId >= 0 && Array.isArray(event.sourceEventSeqs)) {
           this.reports.set(seq, { markId: source.markId, sources: event.sourceEventSeqs })
         }
         break
@@ -169,7 +169,7 @@ export function surfaceSnapshot(session, options = {}) {
   if (options.callId !== undefined) current = d.openers.get(options.callId) ?? NONE
   const reports = []
   for (const seq of nodes) if (d.reports.has(seq)) reports.push(seq)
-  const words = new Uint32Array(4 + nodes.length * 5 + 1 + reports.length * 6)
+  const words = new Uint32Array(4 + nodes.length * 5 + 1 + reports.length * 7)
   words[0] = 1
   words[1] = d.size
   words[2] = current
@@ -188,8 +188,9 @@ export function surfaceSnapshot(session, options = {}) {
     const { markId, sources } = /** @type {{markId: number, sources: number[]}} */ (d.reports.get(seq))
     let folded = 0
     for (const s of sources) folded += d.chars[s]
-    words.set([seq, markId, sources.length, sources[0], sources[sources.length - 1], folded], w)
-    w += 6
+    // The mark id whole (ids reach 2^53 - 1): its low and high 32 bits.
+    words.set([seq, markId % 2 ** 32, Math.floor(markId / 2 ** 32), sources.length, sources[0], sources[sources.length - 1], folded], w)
+    w += 7
   }
   return words
 }

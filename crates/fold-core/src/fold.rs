@@ -5,7 +5,8 @@
 //! 1. latest mark of the session: none → `NO_CHECKPOINT`; already folded → `EMPTY_REGION`;
 //! 2. the session's fold lock, without waiting: held → `FOLD_IN_PROGRESS`;
 //! 3. snapshot the surface; if a report of this very mark is already on it (a crash between
-//!    commit and stamp), finish the stamp and return that fold's result — never fold it again;
+//!    commit and stamp: a report naming the mark's id, appended after the mark was taken),
+//!    finish the stamp and return that fold's result — never fold it again;
 //!    else select the region ([`crate::region`]);
 //! 4. summarize; an empty report is retried up to `max_summarization_retries` times, then
 //!    `SUMMARIZE_FAILED` with the last finish reason and token usage;
@@ -237,7 +238,11 @@ pub async fn rewind<H: FoldHost>(
 
     // 3. the region, or the repair of a fold committed but never stamped.
     let surface = Surface::decode(&abort.race(host.snapshot()).await?)?;
-    if let Some(report) = surface.reports.iter().find(|r| u64::from(r.mark_id) == mark.id) {
+    // A report repairs the mark only if it names it AND was appended after it was taken: ids
+    // restart at 1 when the store file is deleted or `store` moves, so an older report may name
+    // a new mark's id.
+    let repairs = |r: &&crate::surface::Report| r.mark_id == mark.id && u64::from(r.seq) >= mark.log_length;
+    if let Some(report) = surface.reports.iter().find(repairs) {
         complete_fold(store, session_id, mark.id).await?;
         return Ok(FoldResult {
             mark_id: mark.id,

@@ -198,7 +198,7 @@ impl FoldHost for Host {
         let seq = self.replace(region.start_pos, region.end_pos, plan.report_chars as u32);
         self.reports.push(Report {
             seq,
-            mark_id: plan.request.mark_id as u32,
+            mark_id: plan.request.mark_id,
             folded_nodes: region.seqs.len() as u32,
             start: region.start(),
             end: region.end(),
@@ -594,7 +594,7 @@ async fn a_committed_but_unstamped_fold_is_repaired_not_folded_again() {
     host.replace(3, 8, 33);
     host.reports.push(Report {
         seq: 14,
-        mark_id: mark_id as u32,
+        mark_id,
         folded_nodes: 5,
         start: 4,
         end: 11,
@@ -637,6 +637,61 @@ async fn a_report_of_an_older_mark_does_not_repair_the_latest() {
     let result = rewind(&store, &mut host).await.unwrap();
     assert_eq!((result.mark_id, result.start, result.end), (second.id, 16, 17));
     assert_eq!(host.attempts, [0, 0]);
+}
+
+#[tokio::test]
+async fn a_report_appended_before_the_mark_never_repairs_it() {
+    // The store file was deleted (or `store` moved): ids restart at 1. An old fold's report,
+    // which named mark 1 of the old store, stands on the surface (seq 14); the new store's first
+    // mark, id 1 again, is taken after it (log length 16). The report is older than the mark, so
+    // it is not that mark's fold: the new exploration is folded.
+    let (_dir, store) = store();
+    let mut host = exploration();
+    host.replace(3, 8, 33);
+    host.reports.push(Report {
+        seq: 14,
+        mark_id: 1,
+        folded_nodes: 5,
+        start: 4,
+        end: 11,
+        folded_chars: 300,
+    });
+    host.nodes
+        .extend([res(15, 12, 5), asst(16, 1, 10), res(17, 16, 90), asst(18, 1, 5)]);
+    host.event_count = 19;
+    host.current = Some(18);
+    let mark = fold::mark(&store, SESSION, 16, None).await.unwrap();
+    assert_eq!(mark.id, 1, "a fresh store starts at 1 again");
+    let result = rewind(&store, &mut host).await.unwrap();
+    assert_eq!(
+        (result.mark_id, result.start, result.end, result.folded_nodes),
+        (1, 16, 17, 2)
+    );
+    assert_eq!(host.attempts, [0], "the new region was summarized, not repaired");
+    assert_eq!(host.commits.len(), 1);
+}
+
+#[tokio::test]
+async fn a_report_names_its_mark_id_whole_past_32_bits() {
+    // Mark 2^32 + 1's report must not be read as mark 1's, nor mark 1's as 2^32 + 1's.
+    let (_dir, store, mark_id) = marked().await;
+    assert_eq!(mark_id, 1);
+    let mut host = exploration();
+    host.replace(3, 8, 33);
+    host.reports.push(Report {
+        seq: 14,
+        mark_id: (1 << 32) + 1,
+        folded_nodes: 5,
+        start: 4,
+        end: 11,
+        folded_chars: 300,
+    });
+    let decoded = Surface::decode(&host.words()).unwrap();
+    assert_eq!(decoded.reports[0].mark_id, (1 << 32) + 1);
+    // Not this mark's report: the fold goes on (and selects the report itself, after the mark).
+    let result = rewind(&store, &mut host).await.unwrap();
+    assert_eq!(host.attempts, [0]);
+    assert_eq!(result.start, 14);
 }
 
 #[tokio::test]
