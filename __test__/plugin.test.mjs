@@ -991,6 +991,29 @@ describe('the turn guard', () => {
   })
 })
 
+describe('the turn guard after an early EMPTY_REGION', () => {
+  it('warns again once the model explores: the silence lasts only until new tool results land', async () => {
+    const { root, model } = await setup({
+      respond: script([
+        callReply('k1', 'checkpoint', { objective: 'find the bug' }),
+        callReply('r1', 'rewind'), // too early: EMPTY_REGION
+        callReply('p1', 'probe', { path: 'parser.js' }), // then the exploration happens
+        say('The parser drops the last token.'), // would end the turn with an unfolded exploration
+        callReply('r2', 'rewind'), // the warning brought the model back
+        say('Done.'),
+      ]),
+    })
+    root.tools.register(probeTool)
+    const agent = await agentOf(root, 'early')
+    await runTurn(agent, 'Why does the parser drop tokens?')
+    const warnings = agent.session.events.filter((/** @type {any} */ e) => e.type === 'user/message' && isWarning(e.data))
+    assert.equal(warnings.length, 1)
+    assert.equal(reportRequests(model).length, 1)
+    assert.equal(await root.checkpoint.hasActive('early'), false)
+    assert.equal(agent.session.events.filter((/** @type {any} */ e) => e.type === 'turn/end').length, 1)
+  })
+})
+
 // ---- extractive reports -------------------------------------------------------------------------
 
 describe('extractive reports', () => {

@@ -25,7 +25,7 @@ import { toToolError } from './errors.js'
 import { extractiveSummarizer, fallbackSummarizer } from './extractive.js'
 import { llmSummarizer } from './summarize.js'
 import { sessionHost } from './host.js'
-import { isRewindReportSource } from './surface.js'
+import { eventLog, isRewindReportSource } from './surface.js'
 
 export { isRewindReportSource }
 
@@ -80,12 +80,14 @@ export default class RewindService extends Service {
   /** @type {WeakMap<object, number>} agent → turn already warned in */
   #warned = new WeakMap()
   /**
-   * Marks with nothing to fold: no more warnings for them. Not a `#private` field: `rewind()`
-   * is reached as `ctx.rewind.rewind(...)`, and cordis calls service methods with `this` bound
-   * to its tracing proxy, where reading a `#private` field throws a TypeError.
-   * @type {Set<number>}
+   * Sessions whose latest mark had nothing to fold (`EMPTY_REGION`): the guard stays silent for
+   * that mark until a tool result other than a rewind's lands after `seq` (the model explored
+   * after rewinding too early). Not a `#private` field: `rewind()` is reached as
+   * `ctx.rewind.rewind(...)`, and cordis calls service methods with `this` bound to its tracing
+   * proxy, where reading a `#private` field throws a TypeError.
+   * @type {Map<string, {markId: number, seq: number, calls: Set<string>}>}
    */
-  unfoldable = new Set()
+  unfoldable = new Map()
 
   /** @param {any} ctx @param {RewindConfig} config */
   constructor(ctx, config) {
@@ -127,7 +129,7 @@ export default class RewindService extends Service {
     } catch (e) {
       if (/** @type {any} */ (e)?.code === 'EMPTY_REGION') {
         const mark = await this.ctx.checkpoint.latestMark(session.id).catch(() => null)
-        if (mark && mark.foldedAt === null) this.unfoldable.add(mark.id)
+        if (mark && mark.foldedAt === null) this.unfoldable.set(session.id, { markId: mark.id, seq: session.seq, calls: new Set(options.callId === undefined ? [] : [options.callId]) })
       }
       throw e
     }
@@ -139,7 +141,7 @@ export default class RewindService extends Service {
     if (!session || this.#warned.get(agent) === turn) return
     return this.ctx.checkpoint.latestMark(session.id).then(
       (/** @type {any} */ mark) => {
-        if (!mark || mark.foldedAt !== null || this.unfoldable.has(mark.id)) return
+        if (!mark || mark.foldedAt !== null || this.#silenced(session, mark)) return
         this.#warned.set(agent, turn)
         agent.inject(
           createUserMessage({
@@ -153,6 +155,34 @@ export default class RewindService extends Service {
       // the guard stands aside instead, and `checkpoint`/`rewind` report the store's error.
       () => undefined,
     )
+  }
+
+  /**
+   * Whether the guard stays silent for `mark`: it had nothing to fold, and no tool result other
+   * than a rewind's has landed since (a rewind's own result is not exploration).
+   * @param {any} session @param {{id: number}} mark
+   */
+  #silenced(session, mark) {
+    const quiet = this.unfoldable.get(session.id)
+    if (!quiet || quiet.markId !== mark.id) return false
+    const log = eventLog(session)
+    const rewinds = new Set()
+    for (let seq = quiet.seq; seq < log.length; seq++) {
+      const event = log[seq]
+      if (event.type === 'assistant/message') {
+        for (const block of event.data?.message?.content ?? []) {
+          if (block?.type === 'tool-call' && block.name === this.config.toolName) rewinds.add(block.id)
+        }
+      } else if (event.type === 'tool/result') {
+        const message = event.data?.message
+        const callId = message?.source?.callId ?? message?.content?.[0]?.toolCallId
+        if (!rewinds.has(callId) && !quiet.calls.has(callId)) {
+          this.unfoldable.delete(session.id)
+          return false
+        }
+      }
+    }
+    return true
   }
 
   #tool() {
