@@ -153,6 +153,11 @@ export interface RewindResult {
   end: number
   foldedChars: number
   reportChars: number
+  /**
+   * Present only when the report was committed but the mark could not be stamped folded: the
+   * fold happened, the mark still reads active, and the next `rewind` finishes the stamp.
+   */
+  stampError?: string
 }
 
 /** Region selection alone, synchronously: what a fold at `anchor` would replace right now. */

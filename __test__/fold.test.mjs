@@ -6,7 +6,7 @@
 // The mark is taken the way the checkpoint tool takes it: mid-call, after the assistant message
 // carrying the `checkpoint` call and before that call's result.
 import assert from 'node:assert/strict'
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import path from 'node:path'
 import { describe, it } from 'node:test'
@@ -503,6 +503,43 @@ describe('rewind over real DSH sessions: the reference behaviours', () => {
     assert.deepEqual([result.start, result.end, result.foldedNodes], [explored[0], explored.at(-1), explored.length])
     assert.equal(calls.summarize.length, 0)
     assert.equal(await fold.hasActive(store, b.session.id), false)
+  })
+
+  it('a stamp that fails after the commit does not fail the fold: the result returns, the next rewind finishes the stamp', async () => {
+    const store = tempStore()
+    const dir = path.dirname(store)
+    const b = builder('stamp-fails')
+    const { mark, explored } = await exploration(b, store)
+    b.assistant({ calls: [{ id: 'rw', name: 'rewind' }] })
+    const { host, calls } = foldHost(b, { callId: 'rw' })
+    const commit = host.commit
+    host.commit = (plan) => {
+      const answer = commit(plan)
+      // The store's folder becomes a file: every write of the stamp fails (STORE_IO).
+      renameSync(dir, `${dir}.away`)
+      writeFileSync(dir, 'not a folder')
+      return answer
+    }
+    let result
+    try {
+      result = await fold.rewind(store, b.session.id, host)
+    } finally {
+      rmSync(dir)
+      renameSync(`${dir}.away`, dir)
+    }
+    const expected = { markId: mark.id, foldedNodes: explored.length, start: explored[0], end: explored.at(-1) }
+    assert.deepEqual({ markId: result.markId, foldedNodes: result.foldedNodes, start: result.start, end: result.end }, expected)
+    assert.match(result.stampError, /STORE_IO/, 'the result says the stamp failed')
+    assert.equal(calls.commit.length, 1)
+    const report = b.session.events.at(-1)
+    assert.deepEqual(report.sourceEventSeqs, explored)
+    // Not stamped: the mark still reads active, and the next rewind repairs it without folding.
+    assert.equal(await fold.hasActive(store, b.session.id), true)
+    const again = foldHost(b, { callId: 'rw', summarize: async () => assert.fail('a repair makes no report') })
+    const repaired = await fold.rewind(store, b.session.id, again.host)
+    assert.deepEqual({ ...repaired }, { ...expected, foldedChars: result.foldedChars, reportChars: result.reportChars })
+    assert.equal(await fold.hasActive(store, b.session.id), false)
+    assert.equal(b.session.seq, report.seq + 1, 'nothing appended by the repair')
   })
 
   it('FOLD_IN_PROGRESS while the same session is folding; the first fold still lands', async () => {

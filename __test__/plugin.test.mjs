@@ -7,7 +7,7 @@
 // plus the reference's known defects (compaction before the mark, parallel calls with the
 // checkpoint, the turn guard that never held a turn).
 import assert from 'node:assert/strict'
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { describe, it } from 'node:test'
@@ -326,6 +326,39 @@ describe('a full fold', () => {
     assert.equal(session.seq, seq, 'nothing appended')
     assert.equal(model.requests.length, 0, 'no second report')
     assert.equal(await root.checkpoint.hasActive('explore'), false)
+  })
+
+  it('a stamp that fails after the commit is no tool error: the result returns, the next rewind finishes it', async () => {
+    const store = tempStore()
+    const dir = path.dirname(store)
+    const { root, model } = await setup({ checkpoint: { store } })
+    const agent = await agentOf(root, 'stamp')
+    const { session } = await exploration(root, agent)
+    // Once the report lands, the store's folder becomes a file: every stamp write fails.
+    const off = root.on('session/event', (/** @type {any} */ _s, /** @type {any} */ event) => {
+      if (event.type === 'user/message' && isRewindReportSource(event.data.source)) {
+        renameSync(dir, `${dir}.away`)
+        writeFileSync(dir, 'not a folder')
+      }
+    })
+    let result
+    try {
+      result = await root.tools.execute({ callId: CallId('c2'), name: 'rewind', arguments: {}, signal: new AbortController().signal, agent })
+    } finally {
+      off()
+      if (existsSync(`${dir}.away`)) {
+        rmSync(dir)
+        renameSync(`${dir}.away`, dir)
+      }
+    }
+    assert.equal(result.isError, false, textOf(result))
+    assert.deepEqual(result.value, { markId: 1, foldedNodes: 2, start: 4, end: 5, foldedChars: 25, reportChars: 15 })
+    assert.equal(await root.checkpoint.hasActive(session.id), true, 'the stamp is missing')
+    const seq = session.seq
+    assert.deepEqual(await root.rewind.rewind(agent, undefined, { callId: 'c2' }), result.value)
+    assert.equal(session.seq, seq, 'the repair appends nothing')
+    assert.equal(model.requests.length, 1, 'and makes no second report')
+    assert.equal(await root.checkpoint.hasActive(session.id), false)
   })
 
   it('folds a mark only once: a second rewind is EMPTY_REGION and writes nothing', async () => {

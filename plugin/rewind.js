@@ -121,10 +121,13 @@ export default class RewindService extends Service {
           : llm()
     const store = this.ctx.checkpoint.store
     try {
-      const result = await addon.rewind(store, session.id, sessionHost(session, summarize, options), {
+      const { stampError, ...result } = await addon.rewind(store, session.id, sessionHost(session, summarize, options), {
         maxSummarizationRetries: config.maxSummarizationRetries,
         signal,
       })
+      // The fold happened; only the store's record of it is missing, and the next rewind (which
+      // the turn guard asks for while the mark reads active) finishes it.
+      if (stampError) this.ctx.logger?.warn?.('rewind: %s', stampError)
       return used === 'extractive' ? { ...result, report: 'extractive' } : result
     } catch (e) {
       if (/** @type {any} */ (e)?.code === 'EMPTY_REGION') {

@@ -72,6 +72,9 @@ pub struct RewindResult {
     pub end: u32,
     pub folded_chars: i64,
     pub report_chars: i64,
+    /// Present only when the report was committed but the mark could not be stamped folded: the
+    /// fold happened, the mark still reads active, and the next `rewind` finishes the stamp.
+    pub stamp_error: Option<String>,
 }
 
 /// Unwraps a conversion result or returns a promise rejected with its error.
@@ -420,6 +423,7 @@ pub fn rewind<'e>(
                         end: r.end,
                         folded_chars: r.folded_chars as i64,
                         report_chars: r.report_chars as i64,
+                        stamp_error: r.stamp_error,
                     })
                 }
                 Err(err) => err,

@@ -65,7 +65,7 @@ pub enum Commit {
 }
 
 /// The result every successful rewind returns (and a repaired one reconstructs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FoldResult {
     pub mark_id: u64,
     pub folded_nodes: u32,
@@ -73,7 +73,13 @@ pub struct FoldResult {
     pub end: u32,
     pub folded_chars: u64,
     pub report_chars: u64,
+    /// Why the mark could not be stamped folded after the report was committed, when it could
+    /// not (after [`STAMP_ATTEMPTS`] tries). The fold happened; the next rewind repairs the stamp.
+    pub stamp_error: Option<String>,
 }
+
+/// Tries of the durable stamp once the report is committed.
+pub const STAMP_ATTEMPTS: u32 = 3;
 
 /// The session side of a fold.
 pub trait FoldHost {
@@ -243,7 +249,7 @@ pub async fn rewind<H: FoldHost>(
     // a new mark's id.
     let repairs = |r: &&crate::surface::Report| r.mark_id == mark.id && u64::from(r.seq) >= mark.log_length;
     if let Some(report) = surface.reports.iter().find(repairs) {
-        complete_fold(store, session_id, mark.id).await?;
+        let stamp_error = stamp(store, session_id, mark.id).await;
         return Ok(FoldResult {
             mark_id: mark.id,
             folded_nodes: report.folded_nodes,
@@ -257,6 +263,7 @@ pub async fn rewind<H: FoldHost>(
                     .find(|n| n.seq == report.seq)
                     .map_or(0, |n| n.chars),
             ),
+            stamp_error,
         });
     }
     let region = region::select(&surface, mark.log_length)?;
@@ -308,13 +315,8 @@ pub async fn rewind<H: FoldHost>(
         ));
     }
 
-    // 7. the stamp.
-    complete_fold(store, session_id, mark.id).await.map_err(|e| {
-        FoldError::StoreIo(format!(
-            "the report was committed but the mark could not be stamped folded ({e}); \
-             the next rewind finishes the stamp"
-        ))
-    })?;
+    // 7. the stamp. The fold has happened: nothing from here on fails the rewind.
+    let stamp_error = stamp(store, session_id, mark.id).await;
     let region = &plan.request.region;
     Ok(FoldResult {
         mark_id: mark.id,
@@ -323,6 +325,25 @@ pub async fn rewind<H: FoldHost>(
         end: region.end(),
         folded_chars,
         report_chars,
+        stamp_error,
+    })
+}
+
+/// Stamps the mark folded, trying [`STAMP_ATTEMPTS`] times; the last error, if every try failed.
+async fn stamp(store: &Arc<Store>, session_id: &str, mark_id: u64) -> Option<String> {
+    let mut last = None;
+    for _ in 0..STAMP_ATTEMPTS {
+        match complete_fold(store, session_id, mark_id).await {
+            Ok(_) => return None,
+            Err(e) => last = Some(e),
+        }
+    }
+    last.map(|e| {
+        format!(
+            "{}: the report was committed but mark {mark_id} could not be stamped folded ({e}); \
+             the next rewind finishes the stamp",
+            e.code()
+        )
     })
 }
 

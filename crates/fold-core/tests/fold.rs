@@ -83,6 +83,8 @@ struct Host {
     attempts: Vec<u32>,
     requests: Vec<FoldRequest>,
     commits: Vec<FoldPlan>,
+    /// Runs once a commit has appended the report.
+    after_commit: Option<Box<dyn FnOnce() + Send>>,
 }
 
 /// 0 user request, 1 assistant[checkpoint], 2 tool/call, (mark: logLength 3), 3 result,
@@ -123,7 +125,13 @@ impl Host {
             attempts: Vec::new(),
             requests: Vec::new(),
             commits: Vec::new(),
+            after_commit: None,
         }
+    }
+
+    fn after_commit(mut self, f: impl FnOnce() + Send + 'static) -> Self {
+        self.after_commit = Some(Box::new(f));
+        self
     }
 
     fn replying(mut self, replies: impl IntoIterator<Item = Reply>) -> Self {
@@ -204,6 +212,9 @@ impl FoldHost for Host {
             end: region.end(),
             folded_chars: region.folded_chars as u32,
         });
+        if let Some(f) = self.after_commit.take() {
+            f();
+        }
         Ok(Commit::Committed)
     }
 }
@@ -263,6 +274,7 @@ async fn a_successful_fold_stamps_the_mark_and_returns_the_result() {
             end: 11,
             folded_chars: REGION_CHARS,
             report_chars: 32,
+            stamp_error: None,
         }
     );
     // The summarizer saw the region, once.
@@ -612,6 +624,7 @@ async fn a_committed_but_unstamped_fold_is_repaired_not_folded_again() {
             end: 11,
             folded_chars: 300,
             report_chars: 33,
+            stamp_error: None,
         }
     );
     assert!(host.attempts.is_empty(), "the summarizer is never called");
@@ -692,6 +705,31 @@ async fn a_report_names_its_mark_id_whole_past_32_bits() {
     let result = rewind(&store, &mut host).await.unwrap();
     assert_eq!(host.attempts, [0]);
     assert_eq!(result.start, 14);
+}
+
+#[tokio::test]
+async fn a_stamp_that_fails_after_the_commit_still_returns_the_fold() {
+    let (dir, store, mark_id) = marked().await;
+    // Every write fails once the commit has run: the store's folder is now a file.
+    let folder = dir.path().join("storages");
+    let mut host = exploration().after_commit(move || {
+        std::fs::rename(&folder, folder.with_extension("away")).unwrap();
+        std::fs::write(&folder, "not a folder").unwrap();
+    });
+    let result = rewind(&store, &mut host).await.expect("the fold happened");
+    assert_eq!((result.mark_id, result.folded_nodes), (mark_id, 5));
+    let why = result.stamp_error.expect("the stamp failed");
+    assert!(why.starts_with("STORE_IO: "), "{why}");
+    assert_eq!(host.reports.len(), 1, "the report is on the surface");
+    let folder = dir.path().join("storages");
+    std::fs::remove_file(&folder).unwrap();
+    std::fs::rename(folder.with_extension("away"), &folder).unwrap();
+    // The next rewind finishes the stamp instead of folding again.
+    let repaired = rewind(&store, &mut host).await.unwrap();
+    assert_eq!(repaired.stamp_error, None);
+    assert_eq!((repaired.start, repaired.end), (result.start, result.end));
+    assert_eq!(host.attempts, [0], "no second report");
+    assert!(!store.has_active(SESSION).unwrap());
 }
 
 #[tokio::test]
