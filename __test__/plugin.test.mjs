@@ -37,7 +37,6 @@ const REPORT = '## Findings\n- X'
 const OUTPUT = 'exploration output line'
 const TOOLS = [{ name: 'bash', description: 'Run a command.', parameters: { type: 'object', properties: { cmd: { type: 'string' } } } }]
 const SYSTEM = 'You are a test agent.'
-const extractiveSkip = typeof addon.extractiveReport !== 'function' ? 'extractiveReport not built yet' : false
 
 /** A report call the test holds open: `wait()` (the model's answer) resolves `entered`, then waits for `release(reply)`. */
 function gate() {
@@ -161,6 +160,7 @@ describe('config', () => {
       reportLanguage: 'en',
       summarizer: 'llm',
       fallback: 'none',
+      reportTimeoutMs: 180_000,
     })
     assert.deepEqual(CheckpointConfig({}), { toolName: 'checkpoint', maxMarksPerSession: 64, maxAgeDays: 30 })
   })
@@ -426,7 +426,6 @@ describe('report call routing', () => {
   for (const [name, agentOptions, rewind] of /** @type {const} */ ([
     ['agent options without a model', { provider: 'scripted' }, {}],
     ['agent options without a provider', { model: 'm1' }, {}],
-    ['a config naming only the provider', { provider: 'scripted', model: 'm1' }, { summarizationProvider: 'other' }],
     ['no route at all', {}, {}],
   ])) {
     it(`rejects ${name}, without a model call or a write`, async () => {
@@ -438,6 +437,28 @@ describe('report call routing', () => {
       assert.ok(error.cause instanceof Error, "the route's own error is the cause")
       assert.equal(model.requests.length, 0, 'failed before any model call')
       assert.deepEqual(await state(root, session), before)
+    })
+  }
+
+  for (const half of [{ summarizationProvider: 'other' }, { summarizationModel: 'report-model' }]) {
+    it(`ignores a config naming only ${Object.keys(half)[0]}, as the reference does, warning once at mount`, async () => {
+      const key = Object.keys(half)[0]
+      const model = new ScriptedModel(() => say(REPORT))
+      const root = await bootHost(model)
+      /** @type {any[]} */
+      const logged = []
+      root.logger.exporter({ levels: { default: 3 }, export: (/** @type {any} */ m) => logged.push(m) })
+      await root.plugin(Checkpoint, { store: tempStore() })
+      await root.plugin(Rewind, half)
+      const warnings = () => logged.filter((m) => m.type === 'warn' && String(m.args[0]).includes(key))
+      assert.equal(warnings().length, 1)
+      const agent = await agentOf(root, 'explore')
+      await exploration(root, agent)
+      await root.rewind.rewind(agent, undefined, { callId: 'c2' })
+      await root.rewind.rewind(agent, undefined, { callId: 'c2' }).catch(() => undefined)
+      assert.equal(model.requests[0].provider, 'scripted', "the session's route")
+      assert.equal(model.requests[0].model, 'm-header')
+      assert.equal(warnings().length, 1, 'once, at mount')
     })
   }
 
@@ -651,6 +672,32 @@ describe('failures write nothing and keep the mark active', () => {
         g.release(say(REPORT))
       }
     })
+  })
+})
+
+describe('the report call timeout', () => {
+  it('a report call that never answers fails the fold after reportTimeoutMs, writing nothing and releasing the lock', async () => {
+    const g = gate()
+    let calls = 0
+    const { root } = await setup({ respond: () => (++calls === 1 ? g.wait() : say(REPORT)), rewind: { reportTimeoutMs: 20 } })
+    const agent = await agentOf(root, 'explore')
+    const { session } = await exploration(root, agent)
+    const before = await state(root, session)
+    try {
+      const error = await rejectsWith(root.rewind.rewind(agent, undefined, { callId: 'c2' }), 'SUMMARIZE_FAILED')
+      assert.match(error.message, /timed out after 20 ms/)
+      assert.deepEqual(await state(root, session), before)
+      // The session's fold lock is free again: the next rewind folds.
+      assert.equal((await root.rewind.rewind(agent, undefined, { callId: 'c2' })).foldedNodes, 2)
+    } finally {
+      g.release(say(REPORT))
+    }
+  })
+
+  it('defaults to three minutes and takes 1 ms to one hour', () => {
+    assert.equal(RewindConfig({}).reportTimeoutMs, 180_000)
+    assert.equal(RewindConfig({ reportTimeoutMs: 5 }).reportTimeoutMs, 5)
+    for (const bad of [0, -1, 3_600_001, 1.5]) assert.throws(() => RewindConfig({ reportTimeoutMs: bad }), /reportTimeoutMs/)
   })
 })
 
@@ -1052,7 +1099,7 @@ describe('the turn guard after an early EMPTY_REGION', () => {
 describe('extractive reports', () => {
   const LOG = Array.from({ length: 12 }, (_, i) => `line ${i}: src/parser.rs:${40 + i} token dropped after comment at offset ${i * 17}`).join('\n')
 
-  it("writes the report without a model call when summarizer is 'extractive'", { skip: extractiveSkip }, async () => {
+  it("writes the report without a model call when summarizer is 'extractive'", async () => {
     const { root, model } = await setup({ rewind: { summarizer: 'extractive' } })
     const agent = await agentOf(root, 'explore')
     const { session } = await exploration(root, agent, { output: LOG })
@@ -1068,7 +1115,7 @@ describe('extractive reports', () => {
     assert.match(textOf({ content: root.tools.get('rewind').output.render({}, result) }), /extractive report/)
   })
 
-  it("lands the fold with the extractive report when the LLM call fails (fallback: 'extractive')", { skip: extractiveSkip }, async () => {
+  it("lands the fold with the extractive report when the LLM call fails (fallback: 'extractive')", async () => {
     const { root, model } = await setup({
       respond: () => {
         throw new Error('upstream 500')
@@ -1083,13 +1130,47 @@ describe('extractive reports', () => {
     assert.equal(await root.checkpoint.hasActive('explore'), false)
   })
 
-  it("lands the fold with the extractive report when the LLM stays empty through the retries (fallback: 'extractive')", { skip: extractiveSkip }, async () => {
+  it("lands the fold with the extractive report when the LLM stays empty through the retries (fallback: 'extractive')", async () => {
     const { root, model } = await setup({ respond: () => say(''), rewind: { fallback: 'extractive' } })
     const agent = await agentOf(root, 'explore')
     await exploration(root, agent, { output: LOG })
     const result = await root.rewind.rewind(agent, undefined, { callId: 'c2' })
     assert.equal(model.requests.length, 3, 'the LLM had its retries first')
     assert.equal(result.report, 'extractive')
+  })
+
+  it("fails loud on a misconfigured route even with fallback: 'extractive' (an unknown provider)", async () => {
+    const { root, model } = await setup({ rewind: { fallback: 'extractive', summarizationProvider: 'nope', summarizationModel: 'x' } })
+    const agent = await agentOf(root, 'explore')
+    const { session } = await exploration(root, agent, { output: LOG })
+    const before = await state(root, session)
+    const error = await rejectsWith(root.rewind.rewind(agent, undefined, { callId: 'c2' }), 'SUMMARIZE_FAILED')
+    assert.match(error.message, /NO_ADAPTER/)
+    assert.deepEqual(await state(root, session), before)
+    assert.equal(model.requests.length, 0)
+  })
+
+  it("fails loud without any route even with fallback: 'extractive'", async () => {
+    const { root } = await setup({ rewind: { fallback: 'extractive' } })
+    const agent = await agentOf(root, 'no-route', {})
+    const { session } = await exploration(root, agent, { header: null, output: LOG })
+    const before = await state(root, session)
+    const error = await rejectsWith(root.rewind.rewind(agent, undefined, { callId: 'c2' }), 'SUMMARIZE_FAILED')
+    assert.match(error.message, /no provider\/model available/)
+    assert.deepEqual(await state(root, session), before)
+  })
+
+  it("lands the extractive report when the report call times out (fallback: 'extractive')", async () => {
+    const g = gate()
+    const { root } = await setup({ respond: () => g.wait(), rewind: { fallback: 'extractive', reportTimeoutMs: 20 } })
+    const agent = await agentOf(root, 'explore')
+    await exploration(root, agent, { output: LOG })
+    try {
+      const result = await root.rewind.rewind(agent, undefined, { callId: 'c2' })
+      assert.equal(result.report, 'extractive')
+    } finally {
+      g.release(say(REPORT))
+    }
   })
 
   it('keeps the LLM report when it succeeds (no `report` key)', async () => {

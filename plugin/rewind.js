@@ -39,6 +39,7 @@ export { isRewindReportSource }
  * @property {'en' | 'zh'} reportLanguage
  * @property {'llm' | 'extractive'} summarizer
  * @property {'none' | 'extractive'} fallback
+ * @property {number} reportTimeoutMs
  */
 export const Config = Schema.object({
   toolName: Schema.string().pattern(/^[a-zA-Z0-9_-]{1,64}$/).default('rewind').description('Model-facing tool name.'),
@@ -48,7 +49,8 @@ export const Config = Schema.object({
   summarizationModel: Schema.string().description('Model of the report call (default: the session\'s routed model).'),
   reportLanguage: Schema.union(['en', 'zh']).default('en').description('Language of the report instruction.'),
   summarizer: Schema.union(['llm', 'extractive']).default('llm').description('Who writes the report: the LLM, or the native extractive generator (no model call).'),
-  fallback: Schema.union(['none', 'extractive']).default('none').description('With `extractive`, a fold whose LLM report fails or stays empty lands with the extractive report.'),
+  fallback: Schema.union(['none', 'extractive']).default('none').description('With `extractive`, a fold whose LLM report fails, times out or stays empty lands with the extractive report (a misconfigured route still fails).'),
+  reportTimeoutMs: Schema.natural().min(1).max(3_600_000).default(180_000).description('Time limit of each report call, in milliseconds.'),
 })
 
 /**
@@ -94,6 +96,12 @@ export default class RewindService extends Service {
     super(ctx, 'rewind')
     this.ctx = ctx
     this.config = config
+    // Half a route is ignored, as the reference ignores it; say so once rather than never.
+    if (Boolean(config.summarizationProvider) !== Boolean(config.summarizationModel)) {
+      ctx.logger.warn(
+        `rewind: only ${config.summarizationProvider ? 'summarizationProvider' : 'summarizationModel'} is configured; it is ignored (set both to route the report call) and the session's route is used`,
+      )
+    }
     ctx.systemPrompt.section({ name: 'tool:rewind', order: 151, text: PROMPT(config.toolName) })
     ctx.tools.register(this.#tool())
     ctx.on('agent/turn-stopping', (/** @type {{agent: any, turn: number}} */ payload) => this.#guard(payload))
