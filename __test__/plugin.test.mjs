@@ -1094,6 +1094,135 @@ describe('the turn guard after an early EMPTY_REGION', () => {
   })
 })
 
+// ---- token truth: DSH's own meter ---------------------------------------------------------------
+
+describe("token truth (DSH's TokenMeter mounted)", () => {
+  /** A tiny exploration tool: its call and result are a few chars but 23 tokens with their framing. */
+  const tick = defineTool({
+    name: 'tick',
+    description: 'Check once.',
+    parameters: {},
+    output: {
+      schema: { type: 'object', properties: { text: { type: 'string' } }, additionalProperties: false },
+      render: (/** @type {any} */ _args, /** @type {any} */ value) => [{ type: 'text', text: value.text }],
+    },
+    async execute() {
+      return { text: 'ok' }
+    },
+  })
+
+  /**
+   * A real host with the session-projection registry and the token meter (the registry first,
+   * so the meter registers its projections), then both plugins. A real agent turn checkpoints,
+   * explores with `tool`, then calls `fold_now`: a tool that runs `ctx.rewind.rewind` exactly
+   * where the rewind tool would, measuring the surface around it.
+   * @param {string} report @param {any} tool @param {any[]} explore
+   * @param {{breakStamp?: boolean}} [o] the store's folder becomes a file once the report lands
+   *   (every stamp write fails); the caller restores `${dir}.away`
+   */
+  async function meteredTurn(report, tool, explore, { breakStamp = false } = {}) {
+    const { SessionProjectionRegistry } = await import('@deepseek-ai/dsh-session-projection')
+    const { TokenMeter } = await import('@deepseek-ai/dsh-token-meter')
+    const model = new ScriptedModel(script([callReply('k1', 'checkpoint'), ...explore, callReply('f1', 'fold_now'), say('Done.')], say(report)))
+    const root = await bootHost(model)
+    await root.plugin(SessionProjectionRegistry)
+    await root.plugin(TokenMeter)
+    const store = tempStore()
+    const dir = path.dirname(store)
+    await root.plugin(Checkpoint, { store })
+    await root.plugin(Rewind, {})
+    root.tools.register(tool)
+    if (breakStamp) {
+      root.on('session/event', (/** @type {any} */ _s, /** @type {any} */ event) => {
+        if (event.type === 'user/message' && isRewindReportSource(event.data.source) && !existsSync(`${dir}.away`)) {
+          renameSync(dir, `${dir}.away`)
+          writeFileSync(dir, 'not a folder')
+        }
+      })
+    }
+    /** @type {{before: any, after: any, projectedAfter: number, result?: any, error?: any, state?: any}} */
+    const fold = /** @type {any} */ ({})
+    root.tools.register(
+      defineTool({
+        name: 'fold_now',
+        description: 'Fold now.',
+        parameters: {},
+        output: { schema: { type: 'object', properties: {}, additionalProperties: false }, render: () => [{ type: 'text', text: 'folded' }] },
+        async execute(/** @type {any} */ _args, /** @type {any} */ exec) {
+          const session = exec.agent.session
+          fold.before = root.tokenMeter.measure(session)
+          fold.state = await state(root, session)
+          try {
+            fold.result = await root.rewind.rewind(exec.agent, exec.signal, { callId: exec.callId })
+          } catch (e) {
+            fold.error = e
+          }
+          fold.after = root.tokenMeter.measure(session)
+          fold.projectedAfter = projected(root, session)
+          return {}
+        },
+      }),
+    )
+    const agent = await agentOf(root, 'metered')
+    await runTurn(agent, 'Investigate.')
+    return { root, model, agent, session: agent.session, fold, dir }
+  }
+
+  const projected = (/** @type {any} */ root, /** @type {any} */ session) => root.sessionProjections.snapshot(session).values.contextBreakdown.messageTokens
+
+  it("keeps the meter's projection equal to measure().surfaceTokens: the fold logs DSH's shadow price next to its replacement", async () => {
+    const { root, session, fold } = await meteredTurn(REPORT, probeTool, [callReply('p1', 'probe', { path: 'a.js' }), callReply('p2', 'probe', { path: 'b.js' })])
+    assert.equal(fold.error, undefined)
+    const { result, before, after } = fold
+    assert.equal(fold.projectedAfter, after.surfaceTokens, 'the projection follows the fold')
+    assert.equal(projected(root, session), root.tokenMeter.measure(session).surfaceTokens, 'and stays equal to the end of the turn')
+    assert.equal(result.tokensFreed, before.surfaceTokens - after.surfaceTokens)
+    assert.ok(result.tokensFreed > 0)
+    // DSH's shadow-price event, then the replacement, adjacent.
+    const at = session.events.findIndex((/** @type {any} */ e) => e.type === 'compaction/prune')
+    const [prune, report] = session.events.slice(at, at + 2)
+    assert.equal(report.type, 'user/message')
+    assert.ok(isRewindReportSource(report.data.source))
+    assert.deepEqual(prune.data.shadowedRange, { start: result.start, end: result.end })
+    assert.deepEqual(prune.data.shadowedSeqs, report.sourceEventSeqs)
+    const price = new Map(before.nodes.map((/** @type {any} */ n) => [n.seq, n.tokens]))
+    assert.equal(prune.data.shadowedTokenCount, report.sourceEventSeqs.reduce((/** @type {number} */ t, /** @type {number} */ s) => t + price.get(s), 0))
+    assert.ok(!session.events.some((/** @type {any} */ e) => /^(checkpoint|rewind)\//.test(e.type)), 'no plugin events')
+  })
+
+  it('compares tokens in the shrink check: a report longer in chars but lighter in tokens folds', async () => {
+    const { root, session, fold } = await meteredTurn('The check passed; nothing else to note.', tick, [callReply('t1', 'tick')])
+    assert.equal(fold.error, undefined)
+    const { result, before, after } = fold
+    assert.ok(result.foldedChars < result.reportChars, `${result.foldedChars} chars folded into ${result.reportChars}`)
+    assert.equal(result.tokensFreed, before.surfaceTokens - after.surfaceTokens)
+    assert.ok(result.tokensFreed > 0)
+    assert.equal(projected(root, session), root.tokenMeter.measure(session).surfaceTokens)
+  })
+
+  it('prices a repaired fold too: the rewind that finishes a lost stamp returns the same tokensFreed', async () => {
+    const { root, session, fold, agent, dir } = await meteredTurn(REPORT, probeTool, [callReply('p1', 'probe', { path: 'a.js' })], { breakStamp: true })
+    rmSync(dir)
+    renameSync(`${dir}.away`, dir)
+    assert.equal(fold.error, undefined)
+    assert.ok(fold.result.tokensFreed > 0)
+    assert.equal(await root.checkpoint.hasActive(session.id), true, 'the stamp was lost')
+    const seq = session.seq
+    assert.deepEqual(await root.rewind.rewind(agent), fold.result)
+    assert.equal(session.seq, seq, 'nothing appended')
+    assert.equal(await root.checkpoint.hasActive(session.id), false)
+  })
+
+  it('refuses, as SHRINK in tokens, a report heavier than the region, writing nothing', async () => {
+    const { root, session, fold } = await meteredTurn('x'.repeat(120), tick, [callReply('t1', 'tick')])
+    assert.equal(fold.error?.code, 'SHRINK', fold.error?.message)
+    assert.match(fold.error.message, /tokens/)
+    assert.equal(fold.before.surfaceTokens, fold.after.surfaceTokens)
+    assert.ok(!session.events.some((/** @type {any} */ e) => e.type === 'compaction/prune'))
+    assert.equal(await root.checkpoint.hasActive(session.id), true)
+  })
+})
+
 // ---- extractive reports -------------------------------------------------------------------------
 
 describe('extractive reports', () => {

@@ -8,6 +8,7 @@ export { default as Checkpoint, Config as CheckpointConfig, defaultStorePath } f
 export { default as Rewind, Config as RewindConfig, isRewindReportSource, renderResult } from './rewind.js'
 export { isRewindError, toToolError } from './errors.js'
 export { sessionHost, reportMessage } from './host.js'
-export { describeSession, surfaceSnapshot, regionMessages, visibleChars, eventLog } from './surface.js'
+export { describeSession, surfaceSnapshot, regionMessages, eventLog } from './surface.js'
+export { visibleChars, nodesTokens } from './meter.js'
 export { llmSummarizer, resolveRoute, INSTRUCTIONS } from './summarize.js'
 export { extractiveSummarizer, fallbackSummarizer } from './extractive.js'

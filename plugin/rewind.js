@@ -25,6 +25,7 @@ import { toToolError } from './errors.js'
 import { extractiveSummarizer, fallbackSummarizer } from './extractive.js'
 import { llmSummarizer } from './summarize.js'
 import { sessionHost } from './host.js'
+import { nodesTokens } from './meter.js'
 import { eventLog, isRewindReportSource } from './surface.js'
 
 export { isRewindReportSource }
@@ -54,7 +55,7 @@ export const Config = Schema.object({
 })
 
 /**
- * @typedef {{markId: number, foldedNodes: number, start: number, end: number, foldedChars: number, reportChars: number, report?: 'extractive'}} RewindResult
+ * @typedef {{markId: number, foldedNodes: number, start: number, end: number, foldedChars: number, reportChars: number, tokensFreed?: number, report?: 'extractive'}} RewindResult
  */
 
 const WARNING = (/** @type {string} */ tool, /** @type {any} */ mark) =>
@@ -74,6 +75,21 @@ export function renderResult(r) {
   return `Folded ${nodes} (seq ${r.start}..${r.end}, ${r.foldedChars} chars) into ${which} (${r.reportChars} chars).`
 }
 
+/**
+ * Tokens a fold already on the surface freed: its sources' prices minus its report's.
+ * @param {import('./meter.js').TokenMeter} meter @param {any} session @param {number} markId
+ */
+function repairedTokensFreed(meter, session, markId) {
+  const log = eventLog(session)
+  for (let i = log.length - 1; i >= 0; i--) {
+    const event = log[i]
+    if (event.type !== 'user/message' || !isRewindReportSource(event.data?.source) || event.data.source.markId !== markId) continue
+    const freed = nodesTokens(meter, session, log, event.sourceEventSeqs ?? []) - meter.estimateMessage(event.data)
+    return Math.max(0, freed)
+  }
+  return 0
+}
+
 /** The `tool-rewind` plugin: provides `ctx.rewind`, the tool, its prompt section and the turn guard. */
 export default class RewindService extends Service {
   static inject = ['checkpoint', 'llm', 'tools', 'systemPrompt']
@@ -91,6 +107,9 @@ export default class RewindService extends Service {
    */
   unfoldable = new Map()
 
+  /** @type {import('./meter.js').TokenMeter | undefined} DSH's `ctx.tokenMeter`, while mounted */
+  meter = undefined
+
   /** @param {any} ctx @param {RewindConfig} config */
   constructor(ctx, config) {
     super(ctx, 'rewind')
@@ -104,6 +123,16 @@ export default class RewindService extends Service {
     }
     ctx.systemPrompt.section({ name: 'tool:rewind', order: 151, text: PROMPT(config.toolName) })
     ctx.tools.register(this.#tool())
+    // DSH's token meter, while one is mounted (cordis 4 throws on reading an un-injected
+    // service, and every `inject` entry is required: hence the nested optional context).
+    ctx.inject(['tokenMeter'], (/** @type {any} */ sub) => {
+      sub.effect(() => {
+        this.meter = sub.tokenMeter
+        return () => {
+          this.meter = undefined
+        }
+      })
+    })
     ctx.on('agent/turn-stopping', (/** @type {{agent: any, turn: number}} */ payload) => this.#guard(payload))
   }
 
@@ -129,13 +158,16 @@ export default class RewindService extends Service {
           : llm()
     const store = this.ctx.checkpoint.store
     try {
-      const { stampError, ...result } = await addon.rewind(store, session.id, sessionHost(session, summarize, options), {
+      const meter = this.meter
+      const { stampError, ...result } = await addon.rewind(store, session.id, sessionHost(session, summarize, { ...options, meter }), {
         maxSummarizationRetries: config.maxSummarizationRetries,
         signal,
       })
       // The fold happened; only the store's record of it is missing, and the next rewind (which
       // the turn guard asks for while the mark reads active) finishes it.
-      if (stampError) this.ctx.logger?.warn?.('rewind: %s', stampError)
+      if (stampError) this.ctx.logger.warn('rewind: %s', stampError)
+      // A repaired fold (committed before a crash) is priced from its report in the log.
+      if (meter && result.tokensFreed === undefined) result.tokensFreed = repairedTokensFreed(meter, session, result.markId)
       return used === 'extractive' ? { ...result, report: 'extractive' } : result
     } catch (e) {
       if (/** @type {any} */ (e)?.code === 'EMPTY_REGION') {
@@ -212,6 +244,7 @@ export default class RewindService extends Service {
             end: { type: 'integer', required: true },
             foldedChars: { type: 'integer', required: true },
             reportChars: { type: 'integer', required: true },
+            tokensFreed: { type: 'integer' },
             report: { type: 'string', enum: ['extractive'] },
           },
           additionalProperties: false,

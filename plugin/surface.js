@@ -8,6 +8,8 @@
  * then costs one pass over the surface's node list, never a pass over the whole log.
  */
 
+import { visibleChars } from './meter.js'
+
 const NONE = 0xffff_ffff
 const KIND = { other: 0, user: 1, assistant: 2, toolResult: 3 }
 
@@ -28,31 +30,6 @@ export function eventLog(session) {
   const log = session.log
   if (Array.isArray(log) && log.length === session.seq) return log
   return session.snapshotEvents?.() ?? session.events
-}
-
-/**
- * Model-visible text of a message or block, in UTF-16 units: text, reasoning, tool-call
- * arguments and tool outputs, recursively. Images and other non-text blocks count 0.
- * @param {any} value
- * @returns {number}
- */
-export function visibleChars(value) {
-  if (value == null) return 0
-  if (typeof value === 'string') return value.length
-  if (Array.isArray(value)) {
-    let n = 0
-    for (const v of value) n += visibleChars(v)
-    return n
-  }
-  if (typeof value !== 'object') return 0
-  if (value.type === 'tool-call') {
-    const args = value.arguments
-    return typeof args === 'string' ? args.length : args == null ? 0 : JSON.stringify(args).length
-  }
-  let n = typeof value.text === 'string' ? value.text.length : 0
-  if (value.content !== undefined) n += visibleChars(value.content)
-  if (value.output !== undefined) n += visibleChars(value.output)
-  return n
 }
 
 class Descriptors {

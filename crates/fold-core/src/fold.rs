@@ -10,7 +10,8 @@
 //!    else select the region ([`crate::region`]);
 //! 4. summarize; an empty report is retried up to `max_summarization_retries` times, then
 //!    `SUMMARIZE_FAILED` with the last finish reason and token usage;
-//! 5. the report must be shorter than the region's text, or `SHRINK` (skipped for a text-less region);
+//! 5. the report must be smaller than the region — in tokens when the host's meter priced both,
+//!    else in model-visible chars — or `SHRINK` (skipped for a region that weighs nothing);
 //! 6. commit: the host re-selects from a fresh snapshot and appends the replacement in one
 //!    synchronous step, or answers "changed" → `CHANGED`;
 //! 7. stamp the mark folded (durable), release the lock, return the [`FoldResult`].
@@ -48,6 +49,18 @@ pub struct Summary {
     pub finish: Option<String>,
     pub output_tokens: Option<u64>,
     pub reasoning_tokens: Option<u64>,
+    /// The host's token prices of the region and of the report, when it has a token meter: the
+    /// shrink check then compares them instead of chars, and the result reports `tokens_freed`.
+    pub tokens: Option<TokenPrices>,
+}
+
+/// Token prices measured by the host's meter (DSH's `ctx.tokenMeter`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TokenPrices {
+    /// The folded region's nodes.
+    pub region: u64,
+    /// The replacement message carrying the report.
+    pub report: u64,
 }
 
 /// What the host must append, if the surface still selects the same region.
@@ -73,6 +86,8 @@ pub struct FoldResult {
     pub end: u32,
     pub folded_chars: u64,
     pub report_chars: u64,
+    /// Region tokens minus report tokens, when the host priced both ([`Summary::tokens`]).
+    pub tokens_freed: Option<u64>,
     /// Why the mark could not be stamped folded after the report was committed, when it could
     /// not (after [`STAMP_ATTEMPTS`] tries). The fold happened; the next rewind repairs the stamp.
     pub stamp_error: Option<String>,
@@ -263,6 +278,7 @@ pub async fn rewind<H: FoldHost>(
                     .find(|n| n.seq == report.seq)
                     .map_or(0, |n| n.chars),
             ),
+            tokens_freed: None,
             stamp_error,
         });
     }
@@ -290,15 +306,30 @@ pub async fn rewind<H: FoldHost>(
         )));
     };
 
-    // 5. the shrink check.
+    // 5. the shrink check: in tokens when the host priced them, else in chars.
     let report_chars = js_len(&report);
     let folded_chars = request.region.folded_chars;
-    if folded_chars > 0 && report_chars >= folded_chars {
-        return Err(FoldError::Shrink(format!(
-            "the report ({report_chars} chars) is not shorter than the {folded_chars} chars it would replace; \
-             nothing was folded and the mark is still active"
-        )));
-    }
+    let nodes = request.region.seqs.len();
+    let tokens_freed = match last.tokens {
+        Some(TokenPrices { region, report }) => {
+            if region > 0 && report >= region {
+                return Err(FoldError::Shrink(format!(
+                    "the report ({report} tokens) is not smaller than the folded region ({region} tokens over {nodes} nodes); \
+                     nothing was folded and the mark is still active"
+                )));
+            }
+            Some(region.saturating_sub(report))
+        }
+        None => {
+            if folded_chars > 0 && report_chars >= folded_chars {
+                return Err(FoldError::Shrink(format!(
+                    "the report ({report_chars} chars) is not smaller than the folded region ({folded_chars} chars over {nodes} nodes); \
+                     nothing was folded and the mark is still active"
+                )));
+            }
+            None
+        }
+    };
 
     // 6. the commit.
     abort.check()?;
@@ -325,6 +356,7 @@ pub async fn rewind<H: FoldHost>(
         end: region.end(),
         folded_chars,
         report_chars,
+        tokens_freed,
         stamp_error,
     })
 }

@@ -6,7 +6,9 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fold_core::fold::{self, Abort, Commit, FoldHost, FoldPlan, FoldRequest, FoldResult, RewindOptions, Summary};
+use fold_core::fold::{
+    self, Abort, Commit, FoldHost, FoldPlan, FoldRequest, FoldResult, RewindOptions, Summary, TokenPrices,
+};
 use fold_core::locks::session_locks;
 use fold_core::region;
 use fold_core::store::{Limits, Store};
@@ -58,6 +60,7 @@ fn text(t: &str) -> Reply {
         finish: Some("stop".into()),
         output_tokens: Some(12),
         reasoning_tokens: None,
+        tokens: None,
     })
 }
 
@@ -67,6 +70,7 @@ fn empty(finish: &str, output: u64, reasoning: Option<u64>) -> Reply {
         finish: Some(finish.into()),
         output_tokens: Some(output),
         reasoning_tokens: reasoning,
+        tokens: None,
     })
 }
 
@@ -274,6 +278,7 @@ async fn a_successful_fold_stamps_the_mark_and_returns_the_result() {
             end: 11,
             folded_chars: REGION_CHARS,
             report_chars: 32,
+            tokens_freed: None,
             stamp_error: None,
         }
     );
@@ -490,6 +495,38 @@ async fn a_report_not_shorter_than_the_region_is_shrink() {
 }
 
 #[tokio::test]
+async fn with_token_prices_the_shrink_check_compares_tokens_and_the_result_frees_them() {
+    let (_dir, store, _) = marked().await;
+    let priced = |text: &str, region: u64, report: u64| {
+        Reply::Text(Summary {
+            text: text.into(),
+            tokens: Some(TokenPrices { region, report }),
+            ..Summary::default()
+        })
+    };
+    // Longer than the region in chars, lighter in tokens: folds, freeing the difference.
+    let long = "y".repeat(REGION_CHARS as usize + 10);
+    let mut host = exploration().replying([priced(&long, 120, 80)]);
+    let result = rewind(&store, &mut host).await.unwrap();
+    assert_eq!(
+        (result.report_chars, result.tokens_freed),
+        (REGION_CHARS + 10, Some(40))
+    );
+    // Shorter in chars, not lighter in tokens: SHRINK, in tokens.
+    let (_dir, store, _) = marked().await;
+    let mut host = exploration().replying([priced("short", 120, 120)]);
+    let err = rewind(&store, &mut host).await.unwrap_err();
+    assert_eq!(err.code(), "SHRINK");
+    assert!(
+        err.to_string()
+            .contains("(120 tokens) is not smaller than the folded region (120 tokens over 5 nodes)"),
+        "{err}"
+    );
+    assert_untouched(&host);
+    assert_still_active(&store);
+}
+
+#[tokio::test]
 async fn the_shrink_check_is_skipped_for_a_region_without_text() {
     let (_dir, store, _) = marked().await;
     let mut host = exploration();
@@ -624,6 +661,7 @@ async fn a_committed_but_unstamped_fold_is_repaired_not_folded_again() {
             end: 11,
             folded_chars: 300,
             report_chars: 33,
+            tokens_freed: None,
             stamp_error: None,
         }
     );
