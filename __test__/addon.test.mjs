@@ -94,16 +94,19 @@ describe('selectRegion on hand-encoded snapshots', () => {
   })
 
   it('a result inside the region pulls the start back to its call (pairing closure)', () => {
-    // anchor 3 falls between a parallel call's results: the opener joins the fold
-    const nodes = [u(0), a(1, 2), r(2, 1), r(3, 1), a(4, 1), r(5, 4), a(6, 1)]
-    assert.deepEqual(seqsOf(select(nodes, 3, { current: 6 })), [1, 2, 3, 4, 5])
+    // a user message stands between a parallel step's results: the step joins the fold whole
+    const nodes = [u(0), a(1, 2), r(2, 1), u(3), r(4, 1), a(5, 1)]
+    assert.deepEqual(seqsOf(select(nodes, 3, { current: 5 })), [1, 2, 3, 4])
+    // a parallel step's only result after the mark is the checkpoint's own: the step stays
+    const mid = [u(0), a(1, 2), r(2, 1), r(3, 1), a(4, 1), r(5, 4), a(6, 1)]
+    assert.deepEqual(seqsOf(select(mid, 3, { current: 6 })), [4, 5])
   })
 
   it('an open call ends the region at the last closed cut; none left → UNBALANCED', () => {
     const cut = [u(0), a(1, 1), r(2, 1), a(3, 1), r(4, 3), a(5, 2), r(6, 5), a(7, 1)]
     assert.deepEqual(seqsOf(select(cut, 2, { current: 7 })), [3, 4])
     const none = [u(0), a(1, 1), r(2, 1), a(3, 2), r(4, 3), a(5, 1)]
-    assert.throws(() => select(none, 2, { current: 5 }), isCoded('UNBALANCED', /no result yet/))
+    assert.throws(() => select(none, 2, { current: 5 }), isCoded('UNBALANCED', /balanced boundary/))
     // a call answered only after the rewind call is open for the fold too
     const late = [u(0), a(1, 1), r(2, 1), a(3, 1), a(5, 1), r(4, 3)]
     assert.throws(() => select(late, 2, { current: 5 }), isCoded('UNBALANCED'))
@@ -111,7 +114,7 @@ describe('selectRegion on hand-encoded snapshots', () => {
 
   it('EMPTY_REGION with the reference messages', () => {
     assert.throws(() => select([u(0), a(1, 1), r(2, 1)], 3), isCoded('EMPTY_REGION', NOTHING_AFTER_MARK))
-    assert.throws(() => select([u(0), a(1, 1), r(2, 1)], 2), isCoded('EMPTY_REGION', NOTHING_AFTER_MARK))
+    assert.throws(() => select([u(0), a(1, 1), r(2, 1)], 2), isCoded('EMPTY_REGION', NOTHING_BEFORE_REWIND))
     assert.throws(() => select([u(0), a(1, 1), r(2, 1), a(3, 1)], 2, { current: 3 }), isCoded('EMPTY_REGION', NOTHING_BEFORE_REWIND))
     assert.throws(() => select([u(0)], 1, { events: 5 }), isCoded('EMPTY_REGION', NOTHING_AFTER_MARK))
     assert.throws(() => select([], 0, { events: 0 }), isCoded('EMPTY_REGION', NOTHING_AFTER_MARK))
@@ -119,7 +122,7 @@ describe('selectRegion on hand-encoded snapshots', () => {
 
   it('orphaned results are never folded alone', () => {
     assert.throws(() => select([u(0), r(1), a(2, 1)], 1, { current: 2 }), isCoded('EMPTY_REGION', NOTHING_BEFORE_REWIND))
-    assert.throws(() => select([u(0), r(1)], 1), isCoded('EMPTY_REGION', NOTHING_AFTER_MARK))
+    assert.throws(() => select([u(0), r(1)], 1), isCoded('EMPTY_REGION', NOTHING_BEFORE_REWIND))
     // a result whose opener was replaced away (linked to a seq not on the surface) is an orphan too
     assert.throws(() => select([u(3, { origin: 0 }), r(4, 2), a(5, 1)], 4, { current: 5 }), isCoded('EMPTY_REGION', NOTHING_BEFORE_REWIND))
     // an orphan leading real work is skipped, the work is folded

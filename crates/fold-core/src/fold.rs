@@ -253,7 +253,7 @@ pub async fn rewind<H: FoldHost>(
     // 2. the lock.
     let Some(_guard) = session_locks().try_lock(&store.path().to_string_lossy(), session_id) else {
         return Err(FoldError::FoldInProgress(format!(
-            "a rewind of session {session_id} is already running; wait for its result instead of rewinding again"
+            "another fold is already in progress for session {session_id}; wait for its result instead of rewinding again"
         )));
     };
 
@@ -380,18 +380,15 @@ async fn stamp(store: &Arc<Store>, session_id: &str, mark_id: u64) -> Option<Str
 }
 
 fn empty_completion_message(retries: u32, last: &Summary) -> String {
-    let mut usage = Vec::new();
+    let mut detail = format!("finish: {}", last.finish.as_deref().unwrap_or("unknown"));
     if let Some(t) = last.output_tokens {
-        usage.push(format!("outputTokens {t}"));
-    }
-    if let Some(t) = last.reasoning_tokens {
-        usage.push(format!("reasoningTokens {t}"));
+        detail.push_str(&format!(", outputTokens: {t}"));
+        if let Some(r) = last.reasoning_tokens {
+            detail.push_str(&format!(", reasoningTokens: {r}"));
+        }
     }
     format!(
-        "summarization returned an empty report {} time(s) (finish: {}{}{}); nothing was folded and the mark is still active",
-        retries + 1,
-        last.finish.as_deref().unwrap_or("unknown"),
-        if usage.is_empty() { "" } else { ", " },
-        usage.join(", ")
+        "rewind summarization produced no text report content after {retries} retries ({detail}); \
+         nothing was folded and the mark is still active"
     )
 }

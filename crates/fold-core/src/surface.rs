@@ -6,7 +6,8 @@
 //! [0] FORMAT (= 1)
 //! [1] eventCount      the session log's length now; every seq is below it
 //! [2] current         seq of the assistant node carrying the rewind call, or NONE (0xFFFF_FFFF):
-//!                     then the last assistant node with an unanswered call, if any, is current
+//!                     then the last assistant node on the surface is current if it has no tool
+//!                     call (a final answer, which stays) or an unanswered one (the rewind's)
 //! [3] N               surface nodes, in model order, 5 words each:
 //!     seq             the event's seq
 //!     origin          smallest event seq the node stands for (a replacement: its sources' origins)
@@ -248,7 +249,7 @@ impl Surface {
             (0..n)
                 .rev()
                 .find(|&i| nodes[i].kind == Kind::Assistant)
-                .filter(|&i| answered[i] < nodes[i].opens)
+                .filter(|&i| nodes[i].opens == 0 || answered[i] < nodes[i].opens)
         } else {
             let p = pos_of_seq
                 .get(current_seq)

@@ -435,7 +435,7 @@ async fn empty_completions_are_retried_then_summarize_failed_with_finish_and_usa
         "1 try + 2 retries; whitespace counts as empty"
     );
     let msg = err.to_string();
-    for part in ["3 time(s)", "finish: length", "outputTokens 512", "reasoningTokens 498"] {
+    for part in ["no text report content after 2 retries (finish: length, outputTokens: 512, reasoningTokens: 498)"] {
         assert!(msg.contains(part), "{part:?} missing from {msg:?}");
     }
     assert!(host.commits.is_empty());
@@ -454,7 +454,7 @@ async fn summarize_failed_leaves_out_reasoning_tokens_when_absent() {
     assert_eq!(host.attempts, [0], "no retries");
     let msg = err.to_string();
     assert!(
-        msg.contains("finish: content_filter") && msg.contains("outputTokens 7"),
+        msg.contains("after 0 retries (finish: content_filter, outputTokens: 7)"),
         "{msg}"
     );
     assert!(!msg.contains("reasoningTokens"), "{msg}");
