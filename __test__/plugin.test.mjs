@@ -54,7 +54,7 @@ const textOf = (/** @type {any} */ message) =>
   (message?.content ?? []).filter((/** @type {any} */ b) => b.type === 'text').map((/** @type {any} */ b) => b.text).join('')
 
 /** Whether a model-visible message is the turn guard's warning. */
-const isWarning = (/** @type {any} */ m) => m.source?.kind === 'plugin' && m.source?.plugin === 'rewind-guard'
+const isWarning = (/** @type {any} */ m) => m.role === 'user' && m.source?.kind === 'plugin' && m.source?.plugin === 'rewind' && m.source.markId === undefined
 
 /**
  * A real DSH host with both plugins mounted on a fresh checkpoint store; the scripted model
@@ -195,8 +195,8 @@ describe('config', () => {
       [RewindConfig, { maxTokens: 0 }, 'maxTokens'],
       [RewindConfig, { summarizer: 'abstractive' }, 'summarizer'],
       [RewindConfig, { fallback: 'llm' }, 'fallback'],
-      [RewindConfig, { toolName: 'two words' }, 'toolName'],
-      [CheckpointConfig, { toolName: 'two words' }, 'toolName'],
+      [RewindConfig, { toolName: '' }, 'toolName'],
+      [CheckpointConfig, { toolName: '' }, 'toolName'],
       [CheckpointConfig, { maxMarksPerSession: 0 }, 'maxMarksPerSession'],
       [CheckpointConfig, { maxAgeDays: 0 }, 'maxAgeDays'],
     ]
@@ -616,7 +616,7 @@ describe('rejections', () => {
 })
 
 describe('failures write nothing and keep the mark active', () => {
-  /** @param {{respond: (o: any, n: number) => any}} o @param {string} code @param {(rewind: (signal?: AbortSignal) => Promise<any>) => Promise<any>} [run] */
+  /** @param {{respond: (o: any, n: number) => any}} o @param {string | unknown} code @param {(rewind: (signal?: AbortSignal) => Promise<any>) => Promise<any>} [run] */
   async function failsCleanly({ respond }, code, run) {
     const { root, model } = await setup({ respond })
     const agent = await agentOf(root, 'explore')
@@ -624,7 +624,9 @@ describe('failures write nothing and keep the mark active', () => {
     const before = await state(root, session)
     assert.equal(before.active, true)
     const rewind = (/** @type {AbortSignal | undefined} */ signal) => root.rewind.rewind(agent, signal, { callId: 'c2' })
-    const error = await rejectsWith(run ? run(rewind) : rewind(), code)
+    const pending = run ? run(rewind) : rewind()
+    // A code, or the very value the rewind must reject with (an abort's reason).
+    const error = typeof code === 'string' ? await rejectsWith(pending, code) : await pending.then(assert.fail, (e) => (assert.equal(e, code), e))
     assert.deepEqual(await state(root, session), before)
     assert.equal((await root.checkpoint.latestMark(session.id)).foldedAt, null)
     return { error, model, root, agent }
@@ -652,20 +654,22 @@ describe('failures write nothing and keep the mark active', () => {
     await failsCleanly({ respond: () => [{ type: 'finish', reason: { kind: 'error', failure: { message: 'boom', code: 'E' } } }] }, 'SUMMARIZE_FAILED')
   })
 
-  it('an already aborted signal', async () => {
+  it("an already aborted signal: rejects with the signal's reason", async () => {
     const controller = new AbortController()
-    controller.abort(new Error('user cancelled'))
-    const { model } = await failsCleanly({ respond: () => say(REPORT) }, 'ABORTED', (rewind) => rewind(controller.signal))
+    const reason = new Error('user cancelled')
+    controller.abort(reason)
+    const { model } = await failsCleanly({ respond: () => say(REPORT) }, reason, (rewind) => rewind(controller.signal))
     assert.equal(model.requests.length, 0)
   })
 
-  it('an abort while the report call hangs', async () => {
+  it("an abort while the report call hangs: rejects with the signal's reason", async () => {
     const g = gate()
     const controller = new AbortController()
-    await failsCleanly({ respond: () => g.wait() }, 'ABORTED', async (rewind) => {
+    const reason = new Error('user cancelled')
+    await failsCleanly({ respond: () => g.wait() }, reason, async (rewind) => {
       const pending = rewind(controller.signal)
       await g.entered
-      controller.abort(new Error('user cancelled'))
+      controller.abort(reason)
       try {
         return await pending
       } finally {
@@ -739,9 +743,7 @@ describe('empty completions', () => {
     await exploration(root, agent)
     const error = await rejectsWith(root.rewind.rewind(agent, undefined, { callId: 'c2' }), 'SUMMARIZE_FAILED')
     assert.equal(model.requests.length, 3)
-    assert.match(error.message, /max-tokens/)
-    assert.match(error.message, /outputTokens 1024/)
-    assert.match(error.message, /reasoningTokens 1000/)
+    assert.match(error.message, /after 2 retries \(finish: max-tokens, outputTokens: 1024, reasoningTokens: 1000\)/)
   })
 
   it('omits reasoningTokens from the message when the usage has none', async () => {
@@ -749,8 +751,7 @@ describe('empty completions', () => {
     const agent = await agentOf(root, 'explore')
     await exploration(root, agent)
     const error = await rejectsWith(root.rewind.rewind(agent, undefined, { callId: 'c2' }), 'SUMMARIZE_FAILED')
-    assert.match(error.message, /stop/)
-    assert.match(error.message, /outputTokens 7/)
+    assert.match(error.message, /\(finish: stop, outputTokens: 7\)/)
     assert.doesNotMatch(error.message, /reasoningTokens/)
   })
 })
@@ -959,7 +960,6 @@ describe('isRewindReportSource', () => {
     assert.equal(isRewindReportSource({ kind: 'plugin', plugin: 'rewind', markId: 3 }), true)
     assert.equal(isRewindReportSource({ kind: 'user' }), false)
     assert.equal(isRewindReportSource({ kind: 'plugin', plugin: 'compact' }), false)
-    assert.equal(isRewindReportSource({ kind: 'plugin', plugin: 'rewind-guard' }), false)
     assert.equal(isRewindReportSource(null), false)
     assert.equal(isRewindReportSource('rewind'), false)
   })

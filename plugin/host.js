@@ -8,7 +8,7 @@ import { createUserMessage } from '@deepseek-ai/dsh-llm'
 
 import { addon } from './addon.js'
 import { nodesTokens } from './meter.js'
-import { eventLog, surfaceSnapshot } from './surface.js'
+import { REWIND_REPORT_SOURCE, eventLog, surfaceSnapshot } from './surface.js'
 
 /**
  * The report's message: a `user/message` whose source names the fold's mark, so a later
@@ -16,7 +16,7 @@ import { eventLog, surfaceSnapshot } from './surface.js'
  * @param {string} report @param {number} markId
  */
 export function reportMessage(report, markId) {
-  return createUserMessage({ content: [{ type: 'text', text: report }], source: { kind: 'plugin', plugin: 'rewind', markId } })
+  return createUserMessage({ content: [{ type: 'text', text: report }], source: { ...REWIND_REPORT_SOURCE, markId } })
 }
 
 /**

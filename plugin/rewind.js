@@ -26,9 +26,9 @@ import { extractiveSummarizer, fallbackSummarizer } from './extractive.js'
 import { llmSummarizer } from './summarize.js'
 import { sessionHost } from './host.js'
 import { nodesTokens } from './meter.js'
-import { eventLog, isRewindReportSource } from './surface.js'
+import { REWIND_GUARD_SOURCE, REWIND_REPORT_SOURCE, eventLog, isRewindReportSource } from './surface.js'
 
-export { isRewindReportSource }
+export { REWIND_GUARD_SOURCE, REWIND_REPORT_SOURCE, isRewindReportSource }
 
 /**
  * @typedef {object} RewindConfig
@@ -43,7 +43,7 @@ export { isRewindReportSource }
  * @property {number} reportTimeoutMs
  */
 export const Config = Schema.object({
-  toolName: Schema.string().pattern(/^[a-zA-Z0-9_-]{1,64}$/).default('rewind').description('Model-facing tool name.'),
+  toolName: Schema.string().min(1).default('rewind').description("Model-facing tool name (any name DSH's tool registry takes, e.g. `fold.rewind`)."),
   maxTokens: Schema.natural().min(1).default(1024).description('Output budget of the report call.'),
   maxSummarizationRetries: Schema.natural().min(0).max(8).default(2).description('Empty completions retried before the fold fails.'),
   summarizationProvider: Schema.string().description('Provider of the report call (default: the session\'s routed provider).'),
@@ -170,6 +170,8 @@ export default class RewindService extends Service {
       if (meter && result.tokensFreed === undefined) result.tokensFreed = repairedTokensFreed(meter, session, result.markId)
       return used === 'extractive' ? { ...result, report: 'extractive' } : result
     } catch (e) {
+      // A cancelled rewind rejects with the signal's reason itself, as `fetch` does.
+      if (/** @type {any} */ (e)?.code === 'ABORTED' && signal?.aborted) throw signal.reason
       if (/** @type {any} */ (e)?.code === 'EMPTY_REGION') {
         const mark = await this.ctx.checkpoint.latestMark(session.id).catch(() => null)
         if (mark && mark.foldedAt === null) this.unfoldable.set(session.id, { markId: mark.id, seq: session.seq, calls: new Set(options.callId === undefined ? [] : [options.callId]) })
@@ -189,7 +191,7 @@ export default class RewindService extends Service {
         agent.inject(
           createUserMessage({
             content: [{ type: 'text', text: WARNING(this.config.toolName, mark) }],
-            source: { kind: 'plugin', plugin: 'rewind-guard' },
+            source: REWIND_GUARD_SOURCE,
           }),
         )
         // Resolve to nothing: a truthy value would stop the other turn-stopping listeners.
@@ -251,7 +253,7 @@ export default class RewindService extends Service {
         },
         render: (/** @type {any} */ _args, /** @type {RewindResult} */ value) => [{ type: 'text', text: renderResult(value) }],
       },
-      presentCall: () => ({ card: 'generic', title: 'Rewind' }),
+      presentCall: () => ({ card: 'generic', title: 'Rewind', kind: 'other' }),
       execute: async (/** @type {any} */ _args, /** @type {any} */ exec) => {
         if (!exec.agent?.session) throw new Error('rewind needs an owning agent session')
         try {

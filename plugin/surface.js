@@ -13,7 +13,12 @@ import { visibleChars } from './meter.js'
 const NONE = 0xffff_ffff
 const KIND = { other: 0, user: 1, assistant: 2, toolResult: 3 }
 
-/** @param {unknown} source */
+/** The source of every fold's report message (a report also names its `markId`). */
+export const REWIND_REPORT_SOURCE = Object.freeze({ kind: 'plugin', plugin: 'rewind' })
+/** The source of the turn guard's warning: the same marker family, as the reference has it. */
+export const REWIND_GUARD_SOURCE = Object.freeze({ kind: 'plugin', plugin: 'rewind' })
+
+/** Whether a message source marks a rewind report (or the guard's warning). @param {unknown} source */
 export function isRewindReportSource(source) {
   const s = /** @type {{kind?: unknown, plugin?: unknown} | null} */ (source)
   return typeof s === 'object' && s !== null && s.kind === 'plugin' && s.plugin === 'rewind'
