@@ -404,6 +404,8 @@ describe('worker_threads', () => {
     const source = `
       const { parentPort, workerData: data } = require('node:worker_threads')
       const fold = require(data.addonPath)
+      // The fold waits on JS continuations only; keep the worker alive until it is terminated.
+      setInterval(() => {}, 1000)
       fold.mark(data.store, 'w', 2).then(() => {
         fold.rewind(data.store, 'w', {
           snapshot: () => new Uint32Array(data.snapshot),
@@ -619,5 +621,132 @@ describe('rewind argument validation: rejected with INVALID_ARGUMENT, never thro
       assert.equal(coded, true, name)
       assert.match(message, expected[name][1], name)
     }
+  })
+})
+
+describe('rewind over a checkpoint service (the reference-shaped ctx.checkpoint)', () => {
+  const snapshot = encode(MID_CALL, { current: 7 })
+  const host = () => ({ snapshot: () => snapshot, summarize: async () => 'report', commit: () => 'committed' })
+  /** A service with one mark of session 's' at anchor 2; `over` replaces its methods. */
+  const service = (over = {}) => {
+    const calls = { latest: 0, complete: /** @type {any[]} */ ([]) }
+    const mark = { id: 7, logLength: 2, foldedAt: null }
+    return {
+      calls,
+      mark,
+      latestMark: async (/** @type {string} */ id) => (calls.latest++, id === 's' ? mark : undefined),
+      completeFold: async (/** @type {string} */ id, /** @type {number} */ markId) => {
+        calls.complete.push([id, markId])
+        mark.foldedAt = 1
+      },
+      ...over,
+    }
+  }
+
+  it("folds the service's mark and stamps it through completeFold(sessionId, markId)", async () => {
+    const s = service()
+    assert.deepEqual(await fold.rewind(s, 's', host()), { markId: 7, foldedNodes: 4, start: 3, end: 6, foldedChars: 40, reportChars: 6 })
+    assert.deepEqual(s.calls.complete, [['s', 7]])
+    await assert.rejects(fold.rewind(s, 's', host()), isCoded('EMPTY_REGION', /already folded/))
+    await assert.rejects(fold.rewind(s, 'other', host()), isCoded('NO_CHECKPOINT'))
+  })
+
+  it('takes plain values as well as promises from latestMark and completeFold', async () => {
+    const mark = { id: 3, logLength: 2 }
+    const s = { latestMark: () => mark, completeFold: () => true }
+    assert.equal((await fold.rewind(s, 's', host())).markId, 3)
+    assert.equal((await fold.rewind({ latestMark: () => null, completeFold: () => true }, 's', host()).catch((e) => e)).code, 'NO_CHECKPOINT')
+  })
+
+  it('a latestMark that throws, rejects or answers garbage is HOST_FAILED with the cause; nothing runs', async () => {
+    const boom = new Error('storage down')
+    let snapshots = 0
+    const counting = { ...host(), snapshot: () => (snapshots++, snapshot) }
+    for (const [latestMark, message, cause] of /** @type {const} */ ([
+      [() => { throw boom }, /latestMark\(\) threw: storage down/, boom],
+      [async () => { throw boom }, /latestMark\(\) rejected: storage down/, boom],
+      [async () => ({ id: 'seven', logLength: 2 }), /bad id/, undefined],
+      [async () => ({ id: 1, logLength: -1 }), /bad logLength/, undefined],
+      [async () => 42, /latestMark\(\) resolved to/, undefined],
+    ])) {
+      const e = await fold.rewind(service({ latestMark }), 's', counting).catch((x) => x)
+      assert.ok(isCoded('HOST_FAILED', message)(e))
+      assert.equal(e.cause, cause)
+    }
+    assert.equal(snapshots, 0)
+  })
+
+  it('a completeFold that keeps failing does not fail the fold: the result carries stampError', async () => {
+    let tries = 0
+    const s = service({ completeFold: async () => { tries++; throw new Error('storage down') } })
+    const result = await fold.rewind(s, 's', host())
+    assert.equal(result.markId, 7)
+    assert.match(result.stampError, /^STORE_IO: .*completeFold\(\) failed: storage down/)
+    assert.equal(tries, 3)
+  })
+
+  it('a service without a completeFold function is INVALID_ARGUMENT', async () => {
+    await assert.rejects(fold.rewind({ latestMark: async () => undefined }, 's', host()), isCoded('INVALID_ARGUMENT', /checkpoint\.completeFold must be a function/))
+  })
+})
+
+describe('rewind driven from the JS thread', () => {
+  const snapshot = encode(MID_CALL, { current: 7 })
+
+  it('takes the snapshot and selects the region before rewind returns, when the store is in memory', async () => {
+    const s = tempStore()
+    await fold.mark(s, 'sync', 2)
+    /** @type {string[]} */
+    const order = []
+    const pending = fold.rewind(s, 'sync', {
+      snapshot: () => (order.push('snapshot'), snapshot),
+      summarize: async (/** @type {any} */ region) => (order.push(`summarize ${Array.from(region.seqs)}`), 'report'),
+      commit: () => (order.push('commit'), 'committed'),
+    })
+    order.push('returned')
+    await pending
+    assert.deepEqual(order, ['snapshot', 'summarize 3,4,5,6', 'returned', 'commit'])
+  })
+
+  it('an abort fired inside summarize itself is honoured; one fired inside commit is not (the fold happened)', async () => {
+    const s = tempStore()
+    await fold.mark(s, 'in-summarize', 2)
+    const first = new AbortController()
+    const failed = await fold
+      .rewind(s, 'in-summarize', { snapshot: () => snapshot, summarize: () => (first.abort('stop'), new Promise(() => {})), commit: () => 'committed' }, { signal: first.signal })
+      .catch((e) => e)
+    assert.ok(isCoded('ABORTED')(failed))
+    assert.equal(failed.cause, 'stop')
+    assert.equal(await fold.hasActive(s, 'in-summarize'), true)
+
+    await fold.mark(s, 'in-commit', 2)
+    const second = new AbortController()
+    const result = await fold.rewind(
+      s,
+      'in-commit',
+      { snapshot: () => snapshot, summarize: async () => 'report', commit: () => (second.abort('too late'), 'committed') },
+      { signal: second.signal },
+    )
+    assert.equal(result.foldedNodes, 4)
+    assert.equal(await fold.hasActive(s, 'in-commit'), false)
+  })
+
+  it('a summarizer that never settles is left behind by an abort, and the session can fold again', async () => {
+    const s = tempStore()
+    await fold.mark(s, 'hang', 2)
+    const controller = new AbortController()
+    let entered
+    const summarizing = new Promise((resolve) => (entered = resolve))
+    const pending = fold.rewind(
+      s,
+      'hang',
+      { snapshot: () => snapshot, summarize: () => (entered(), new Promise(() => {})), commit: () => 'committed' },
+      { signal: controller.signal },
+    )
+    await summarizing
+    await assert.rejects(fold.rewind(s, 'hang', { snapshot: () => snapshot, summarize: async () => 'r', commit: () => 'committed' }), isCoded('FOLD_IN_PROGRESS'))
+    controller.abort()
+    await assert.rejects(pending, isCoded('ABORTED'))
+    assert.equal((await fold.rewind(s, 'hang', { snapshot: () => snapshot, summarize: async () => 'r', commit: () => 'committed' })).foldedNodes, 4)
   })
 })

@@ -670,4 +670,68 @@ describe('mixing dsh-fold with the reference pair', () => {
     assert.deepEqual(await ctx.rewind.rewind(agentOf(session)), { markId: 1, foldedNodes: 2, start: 4, end: 5 })
     assert.equal(await ctx.checkpoint.hasActive(session.id), false)
   })
+
+  /**
+   * A checkpoint service with the reference's documented contract, written here: marks in memory
+   * (as the reference keeps them in its storage domain), `latestMark` resolving `undefined` when
+   * there is none, `completeFold` stamping only the session's latest active mark.
+   */
+  class ReferenceShapedCheckpoint extends Service {
+    /** @type {Map<string, {id: number, logLength: number, objective?: string, foldedAt: number | null}[]>} */
+    marks = new Map()
+    next = 1
+    /** @param {any} ctx */
+    constructor(ctx) {
+      super(ctx, 'checkpoint')
+    }
+    /** @param {any} session @param {string} [objective] */
+    async mark(session, objective) {
+      const mark = { id: this.next++, logLength: session.events.length, objective, foldedAt: null }
+      this.marks.set(session.id, [...(this.marks.get(session.id) ?? []), mark])
+      return { id: mark.id, logLength: mark.logLength }
+    }
+    /** @param {string} sessionId */
+    async latestMark(sessionId) {
+      return this.marks.get(sessionId)?.at(-1)
+    }
+    /** @param {string} sessionId */
+    async hasActive(sessionId) {
+      const mark = await this.latestMark(sessionId)
+      return mark !== undefined && mark.foldedAt === null
+    }
+    /** @param {string} sessionId @param {number} markId */
+    async completeFold(sessionId, markId) {
+      const mark = await this.latestMark(sessionId)
+      if (mark?.id === markId && mark.foldedAt === null) mark.foldedAt = Date.now()
+    }
+  }
+
+  it("dsh-fold's rewind over a reference-shaped checkpoint service: its marks, its stamp, its guard state", async () => {
+    const model = new ScriptedModel(() => text('## Findings\n- X'))
+    const ctx = new Context()
+    const { LlmRuntime } = await import('@deepseek-ai/dsh-llm')
+    await ctx.plugin(LlmRuntime)
+    await ctx.plugin(SystemPrompt)
+    await ctx.plugin(ToolRuntime)
+    ctx.llm.registerAdapter([MODEL], model)
+    await ctx.plugin(ReferenceShapedCheckpoint)
+    await ctx.plugin(Rewind, {})
+    // No mark: NO_CHECKPOINT, as with dsh-fold's own store.
+    const none = await ctx.rewind.rewind(routed(new Log('bare').session), SIGNAL).then(assert.fail, (x) => x)
+    assert.equal(none.code, 'NO_CHECKPOINT')
+    assert.ok(none instanceof RewindError)
+    const session = await exploration((s) => ctx.checkpoint.mark(s, 'explore the failure'))
+    assert.equal(await ctx.checkpoint.hasActive(session.id), true)
+    // The guard reads the service's state.
+    /** @type {any[]} */
+    const injected = []
+    await ctx.parallel('agent/turn-stopping', { agent: { id: session.id, session, inject: (/** @type {any} */ m) => injected.push(m) }, turn: 1, signal: SIGNAL })
+    assert.equal(injected.length, 1)
+    assert.deepEqual(await ctx.rewind.rewind(routed(session), SIGNAL), { markId: 1, foldedNodes: 2, start: 4, end: 5, foldedChars: 25, reportChars: 15 })
+    assert.equal(await ctx.checkpoint.hasActive(session.id), false, "stamped through the service's completeFold")
+    // One fold per mark, from the service's own record.
+    const again = await ctx.rewind.rewind(routed(session), SIGNAL).then(assert.fail, (x) => x)
+    assert.equal(again.code, 'EMPTY_REGION')
+    assert.match(again.message, /already folded/)
+  })
 })

@@ -156,10 +156,14 @@ export default class RewindService extends Service {
         : config.fallback === 'extractive'
           ? fallbackSummarizer(llm(), extractive(), config.maxSummarizationRetries, () => (used = 'extractive'))
           : llm()
-    const store = this.ctx.checkpoint.store
+    // dsh-fold's checkpoint: its store, read and stamped natively. Another checkpoint service
+    // (the reference's): its own latestMark and completeFold, called by the addon.
+    const checkpoint = this.ctx.checkpoint
+    const store = checkpoint.store
+    const marks = typeof store === 'string' || typeof store?.path === 'string' ? store : checkpoint
     try {
       const meter = this.meter
-      const { stampError, ...result } = await addon.rewind(store, session.id, sessionHost(session, summarize, { ...options, meter }), {
+      const { stampError, ...result } = await addon.rewind(marks, session.id, sessionHost(session, summarize, { ...options, meter }), {
         maxSummarizationRetries: config.maxSummarizationRetries,
         signal,
       })

@@ -6,13 +6,15 @@
 //! - [`locks`]: per-session fold locks shared by every store and fold of a process.
 //! - [`surface`]: the surface snapshot format (what the host tells us about its surface).
 //! - [`region`]: which surface nodes a fold replaces — the fold's rules, in one file.
-//! - [`fold`]: the rewind transaction, generic over a [`fold::FoldHost`].
+//! - [`meter`]: the visible-chars meter (sizes in the JS host's unit).
+//! - [`fold`]: the rewind transaction, in its order: a state machine the host drives.
 
 #![forbid(unsafe_code)]
 
 pub mod error;
 pub mod fold;
 pub mod locks;
+pub mod meter;
 pub mod region;
 pub mod report;
 pub mod store;
