@@ -86,6 +86,7 @@ export function resolveRoute(config, session, agent) {
 /**
  * `summarize`, failing with a timeout error when an attempt takes longer than `ms` (the report
  * call's own signal is aborted too), so a hung summarizer never holds the session's fold lock.
+ * The timer keeps the process alive while the call runs, as the call's own I/O would.
  * @template {(region: any, attempt: number, signal?: AbortSignal) => Promise<any>} F
  * @param {F} summarize @param {number} ms
  * @returns {(region: any, attempt: number) => Promise<any>}
@@ -101,7 +102,6 @@ export function withTimeout(summarize, ms) {
         controller.abort(error)
         reject(error)
       }, ms)
-      timer.unref?.()
     })
     return Promise.race([summarize(region, attempt, controller.signal), expired]).finally(() => clearTimeout(timer))
   }
