@@ -15,13 +15,14 @@ export interface StoreOptions {
 
 /**
  * The session side of a fold, called on the JS thread. `rewind` calls `snapshot` once (and, when
- * the store is in memory, before it returns its promise); `summarize` up to
+ * the store is in memory, before it returns its promise) with the fold's anchor (the mark's log
+ * length: a node no fold from it can reach may carry 0 chars); `summarize` up to
  * `maxSummarizationRetries + 1` times, and it must return a native `Promise`; `commit` at most
  * once, and it must run synchronously: re-snapshot, check `planMatches(plan, snapshot)`, and
  * append the replacement only when it holds. Callbacks are called with the host as `this`.
  */
 export interface RewindHost {
-  snapshot(): Uint32Array
+  snapshot(anchor: number): Uint32Array
   summarize(region: FoldRegion, attempt: number): Promise<string | SummaryReply>
   commit(plan: FoldPlan): 'committed' | 'changed'
 }

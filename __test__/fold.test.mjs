@@ -793,3 +793,62 @@ describe('snapshot cost on a 10k-event real session', () => {
     assert.deepEqual(protocolProblems(b.session.deriveMessages()), [])
   })
 })
+
+describe('snapshotting only what a fold can reach', () => {
+  it('changes no region: every anchor of realistic sessions selects the same region, chars and errors as the whole surface', async () => {
+    const { recordSession, replay } = await import('../bench/lib/session.mjs')
+    let compared = 0
+    for (const [events, compaction] of [[600, true], [600, false], [0, false]]) {
+      const rec = recordSession(events, { compaction, explorationSteps: 4 })
+      // One session snapshotted with anchors only, one only without: neither is metered by the other.
+      const [withAnchors, whole] = [replay(rec, `hinted-${events}-${compaction}`), replay(rec, `whole-${events}-${compaction}`)]
+      for (let anchor = 0; anchor <= rec.events; anchor++) {
+        for (const callId of [rec.callId, undefined]) {
+          const hinted = surfaceSnapshot(withAnchors, { callId, anchor })
+          const full = surfaceSnapshot(whole, { callId })
+          const a = (() => { try { return fold.selectRegion(hinted, anchor) } catch (e) { return `${e.code}: ${e.message}` } })()
+          const b = (() => { try { return fold.selectRegion(full, anchor) } catch (e) { return `${e.code}: ${e.message}` } })()
+          assert.deepEqual(a, b, `anchor ${anchor} (${events} events, compaction ${compaction}, call id ${callId})`)
+          assert.equal(fold.planMatches({ anchor, seqs: typeof b === 'string' ? new Uint32Array() : b.seqs }, hinted), typeof b !== 'string')
+          compared++
+        }
+      }
+    }
+    // A surface with a fold report (then, or not, a compaction over it), parallel calls issued
+    // with a checkpoint, an orphaned result, a late result and an open call.
+    for (const compact of [false, true]) {
+      const b = builder(`window-${compact}`)
+      b.user('Look at the parser.')
+      b.assistant({ calls: [{ id: 'k1', name: 'checkpoint' }] })
+      b.result('k1', '{"id":1}')
+      const a1 = b.assistant({ calls: [{ id: 'r1', name: 'read', args: { path: 'a.rs' } }] })
+      const r1 = b.result('r1', output('a.rs'))
+      appendReport(b.session, { markId: 1, start: a1, end: r1, seqs: [a1, r1], report: REPORT })
+      b.assistant({ calls: [{ id: 'k2', name: 'checkpoint' }, { id: 'g1', name: 'grep' }, { id: 'g2', name: 'grep' }] })
+      b.result('k2', '{"id":2}')
+      b.logOnly()
+      b.result('g1', output('grep'))
+      b.result('ghost', output('an orphan'))
+      const u = b.user('And the lexer?')
+      if (compact) b.replace(1, u, 'compacted')
+      b.result('g2', output('late grep'))
+      b.assistant({ text: 'Reading on.', calls: [{ id: 'r2', name: 'read' }] })
+      b.result('r2', output('lexer.rs'))
+      b.assistant({ calls: [{ id: 'r3', name: 'read' }] })
+      b.assistant({ calls: [{ id: 'rw', name: 'rewind' }] })
+      const copy = new SessionBuilder(`window-copy-${compact}-${process.pid}`)
+      for (const e of b.session.events) {
+        if (e.surfaceOp) copy.session.append(e.type, e.data, { surfaceOp: e.surfaceOp, ...(e.sourceEventSeqs ? { sourceEventSeqs: e.sourceEventSeqs } : {}) })
+        else copy.session.append(e.type, e.data)
+      }
+      for (let anchor = 0; anchor <= b.seq; anchor++) {
+        for (const callId of ['rw', undefined]) {
+          const run = (/** @type {Uint32Array} */ w) => { try { return fold.selectRegion(w, anchor) } catch (e) { return `${e.code}: ${e.message}` } }
+          assert.deepEqual(run(surfaceSnapshot(b.session, { callId, anchor })), run(surfaceSnapshot(copy.session, { callId })), `anchor ${anchor}, call id ${callId}, compacted ${compact}`)
+          compared++
+        }
+      }
+    }
+    assert.ok(compared > 1000)
+  })
+})

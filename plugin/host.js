@@ -1,8 +1,9 @@
 /**
  * @module plugin/host
  * The `RewindHost` over a real DSH `Session`: what the addon's `rewind` calls back.
- * `commit` is the one synchronous step of a fold: re-snapshot, re-check the region
- * (`planMatches`), append the replacement; nothing can interleave with it.
+ * `commit` is the one synchronous step of a fold: re-check the region (`planMatches` on a fresh
+ * snapshot, unless the log has not grown since the first one), append the replacement; nothing
+ * can interleave with it.
  */
 import { createUserMessage } from '@deepseek-ai/dsh-llm'
 
@@ -31,8 +32,13 @@ export function reportMessage(report, markId) {
  */
 export function sessionHost(session, summarize, options = {}) {
   const { meter } = options
+  /** The log length at the last snapshot: while it stands, the surface has not moved. */
+  let seen = -1
   return {
-    snapshot: () => surfaceSnapshot(session, options),
+    snapshot: (anchor) => {
+      seen = session.seq
+      return surfaceSnapshot(session, { ...options, anchor })
+    },
     summarize: meter
       ? async (region, attempt) => {
           const reply = await summarize(region, attempt)
@@ -46,7 +52,9 @@ export function sessionHost(session, summarize, options = {}) {
         }
       : summarize,
     commit: (plan) => {
-      if (!addon.planMatches(plan, surfaceSnapshot(session, options))) return 'changed'
+      // The log is append-only: if nothing was appended since the snapshot the region was
+      // selected on, the surface is the same and so is the region. Else re-select and compare.
+      if (session.seq !== seen && !addon.planMatches(plan, surfaceSnapshot(session, { ...options, anchor: plan.anchor }))) return 'changed'
       const seqs = Array.from(plan.seqs)
       if (meter) {
         // DSH's shadow-price protocol: the metering event right before a replace prices the

@@ -2,7 +2,7 @@
 //!
 //! | core step            | JS                                                                   |
 //! |----------------------|----------------------------------------------------------------------|
-//! | `Step::Snapshot`     | `host.snapshot(): Uint32Array`                                       |
+//! | `Step::Snapshot`     | `host.snapshot(anchor): Uint32Array`                                 |
 //! | `Step::Summarize`    | `host.summarize(region, attempt): Promise<string \| SummaryReply>`  |
 //! | `Step::Commit`       | `host.commit(plan): 'committed' \| 'changed'` — synchronous          |
 //! | the mark             | the store's memory, or `checkpoint.latestMark(sessionId)`            |
@@ -88,9 +88,9 @@ impl JsHost {
         call_catching(env, this.raw(), f.borrow_back(env)?.raw(), args)
     }
 
-    /// The surface now.
-    pub fn snapshot<'e>(&self, env: &'e Env) -> napi::Result<std::result::Result<Vec<u32>, Failure<'e>>> {
-        Ok(match self.call(env, &self.snapshot, ())? {
+    /// The surface now, for a fold from `anchor`.
+    pub fn snapshot<'e>(&self, env: &'e Env, anchor: u64) -> napi::Result<std::result::Result<Vec<u32>, Failure<'e>>> {
+        Ok(match self.call(env, &self.snapshot, FnArgs::from((anchor as f64,)))? {
             Ok(v) => match convert::snapshot(&v)? {
                 Ok(words) => Ok(words),
                 Err(e) => Err((

@@ -321,7 +321,8 @@ impl Driver {
     fn step(&mut self, env: &Env, fold: &Rc<Fold>, step: Step) -> Result<Option<CoreResult<Step>>> {
         match step {
             Step::Snapshot => {
-                let words = self.host.as_ref().expect("until settled").snapshot(env)?;
+                let anchor = self.machine().anchor();
+                let words = self.host.as_ref().expect("until settled").snapshot(env, anchor)?;
                 match words {
                     Ok(words) => Ok(Some(self.machine().snapshot(&words))),
                     Err(failure) => self.fail_with(env, failure).map(|()| None),

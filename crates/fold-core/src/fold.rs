@@ -138,7 +138,8 @@ impl Default for RewindOptions {
 /// What the host must do next.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
-    /// Take a snapshot of the surface now and pass it to [`Rewind::snapshot`].
+    /// Take a snapshot of the surface now and pass it to [`Rewind::snapshot`]. Its nodes' chars
+    /// need to be exact only where a fold from [`Rewind::anchor`] can reach.
     Snapshot,
     /// Ask the summarizer (`attempt` counts from 0) and pass its answer to [`Rewind::summarized`].
     Summarize { request: FoldRequest, attempt: u32 },
@@ -224,6 +225,11 @@ impl Rewind {
     /// The session this fold belongs to.
     pub fn session_id(&self) -> &str {
         &self.session_id
+    }
+
+    /// The fold's anchor: the mark's log length (a host may meter only what a fold from it reaches).
+    pub fn anchor(&self) -> u64 {
+        self.mark.log_length
     }
 
     /// Whether the fold has happened (the commit answered `committed`, or the report of this mark

@@ -23,6 +23,13 @@
 //! Linking a result to its opener by seq (not by call id) lets the host resolve call ids once per
 //! immutable event and keeps every record fixed-size. Decoding validates everything: a host bug
 //! must never become a wrong fold.
+//!
+//! A host that snapshots for one anchor (a fold's) may send only the surface's suffix a fold from
+//! that anchor can reach — from the first node standing for an event at or after the anchor, back
+//! to the call of any result after it, and including the current step's node and any report
+//! appended after the anchor — and may leave `chars` 0 outside it: no region from that anchor
+//! reads them (`plugin/surface.js` does both; a test compares every anchor against the whole
+//! surface).
 
 use std::collections::HashMap;
 
@@ -96,21 +103,22 @@ pub struct Surface {
     pub(crate) last_answer: Vec<Option<usize>>,
 }
 
-/// The surface position of each seq. One slot per event while that costs at most a few words per
-/// node; a map otherwise, so a snapshot that claims billions of events (a host bug, or hostile
-/// input) cannot make decoding allocate gigabytes.
+/// The surface position of each seq. One slot per event while that costs at most a few dozen
+/// words per node; a map otherwise, so a snapshot that claims billions of events (a host bug, or
+/// hostile input) cannot make decoding allocate gigabytes, and a short snapshot of a long log (the
+/// reachable tail of a surface) does not pay for a slot per event.
 enum SeqIndex {
     Dense(Vec<u32>),
     Sparse(HashMap<u32, usize>),
 }
 
-/// Event counts up to this (or 8 per node) get the dense index: 4 MiB at most.
-const DENSE_MAX_EVENTS: usize = 1 << 20;
+/// Slots per node the dense index may spend.
+const DENSE_SLOTS_PER_NODE: usize = 64;
 
 impl SeqIndex {
     fn new(event_count: u32, nodes: usize) -> Self {
         let events = event_count as usize;
-        if events <= DENSE_MAX_EVENTS.max(nodes.saturating_mul(8)) {
+        if events <= nodes.saturating_mul(DENSE_SLOTS_PER_NODE).max(1024) {
             Self::Dense(vec![NONE; events])
         } else {
             Self::Sparse(HashMap::with_capacity(nodes))
