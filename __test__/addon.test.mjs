@@ -4,16 +4,14 @@
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { mkdirSync, writeFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import path from 'node:path'
 import { describe, it } from 'node:test'
 import { Worker } from 'node:worker_threads'
 
+import { addon, addonPath } from '../plugin/addon.js'
 import { tempStore } from './helpers/dsh.mjs'
 
-const require = createRequire(import.meta.url)
-const addonPath = path.resolve(import.meta.dirname, '..')
-const fold = require(addonPath)
+const fold = addon
 
 const NONE = 0xffff_ffff
 const NOTHING_AFTER_MARK = 'no surface nodes after the checkpoint mark'

@@ -7,15 +7,14 @@
 // carrying the `checkpoint` call and before that call's result.
 import assert from 'node:assert/strict'
 import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import path from 'node:path'
 import { describe, it } from 'node:test'
 
+import { addon } from '../plugin/addon.js'
 import { regionMessages, surfaceSnapshot } from '../plugin/surface.js'
 import { CallId, Session, SessionBuilder, SessionId, createToolResultMessage, createUserMessage, protocolProblems, tempStore } from './helpers/dsh.mjs'
 
-const require = createRequire(import.meta.url)
-const fold = require(path.resolve(import.meta.dirname, '..'))
+const fold = addon
 
 const NOTHING_AFTER_MARK = 'no surface nodes after the checkpoint mark'
 const NOTHING_BEFORE_REWIND = 'no surface nodes between the checkpoint mark and the rewind call'
@@ -65,44 +64,6 @@ function appendReport(session, { markId, start, end, seqs, report }) {
     createUserMessage({ content: [{ type: 'text', text: report }], source: { kind: 'plugin', plugin: 'rewind', markId } }),
     { surfaceOp: { op: 'replace', start, end }, sourceEventSeqs: Array.from(seqs) },
   )
-}
-
-/**
- * A SessionBuilder that logs a step the way the DSH agent loop does (dsh-agent-loop
- * `appendToolCall` / `appendToolResult`): `step/start`, the assistant message, a log-only
- * `tool/call` per call just before it runs, and each result citing its call event in
- * `sourceEventSeqs`; `step/end` after the results.
- */
-class LoopBuilder extends SessionBuilder {
-  step = 0
-  /** @type {Map<string, {seq: number, name: string, arguments: string}>} */
-  calls = new Map()
-  stepStart() {
-    this.step++
-    return this.session.append('step/start', { turn: this.turn, step: this.step }).seq
-  }
-  stepEnd() {
-    return this.session.append('step/end', { turn: this.turn, step: this.step }).seq
-  }
-  /** The assistant message; its calls are remembered for `toolCall`. */
-  assistant(reply) {
-    const seq = super.assistant(reply)
-    for (const c of reply.calls ?? []) this.calls.set(c.id, { seq: -1, name: c.name, arguments: JSON.stringify(c.args ?? {}) })
-    return seq
-  }
-  /** The log-only `tool/call` the loop appends when a call starts. */
-  toolCall(id) {
-    const c = /** @type {any} */ (this.calls.get(id))
-    c.seq = this.session.append('tool/call', { turn: this.turn, step: this.step, callId: id, name: c.name, arguments: c.arguments }).seq
-    return c.seq
-  }
-  /** The result, citing its `tool/call` event. */
-  result(callId, output, isError = false) {
-    const c = this.calls.get(callId)
-    if (!c || c.seq < 0) return super.result(callId, output, isError)
-    const message = createToolResultMessage({ callId: CallId(callId), content: [{ type: 'text', text: output }], isError })
-    return this.session.append('tool/result', { turn: this.turn, step: this.step, message }, { surfaceOp: 'append', sourceEventSeqs: [c.seq] }).seq
-  }
 }
 
 /** Marks mid-call, as the checkpoint tool does: after its assistant message, before its result. */
@@ -228,8 +189,8 @@ describe('rewind over real DSH sessions: the reference behaviours', () => {
 
   it('a session logged as the DSH agent loop logs it (step events, tool/call events, results citing them) folds the same', async () => {
     const store = tempStore()
-    const b = new LoopBuilder(`fold-loop-${process.pid}`)
-    b.session.append('turn/start', { turn: 0 })
+    const b = new SessionBuilder(`fold-loop-${process.pid}`, { loop: true })
+    b.turnStart()
     const request = b.user('The parser rejects nested lists. Find out why.')
     b.stepStart()
     const ck = b.assistant({ text: 'Marking this investigation.', calls: [{ id: 'ck', name: 'checkpoint', args: { objective: 'nested lists' } }] })

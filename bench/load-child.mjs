@@ -1,14 +1,14 @@
 /**
  * @module bench/load-child
  * One fresh host-like process for figure 5 (bench/load.mjs runs it many times): the DSH
- * libraries a host has loaded anyway are imported first; then the addon (`require` of the
- * package's `index.js`: the generated loader picks and dlopens the platform binary), its
+ * libraries a host has loaded anyway are imported first; then the addon through the package's
+ * one loader (plugin/addon.js: `require` of the generated `index.js`, which picks and dlopens the
+ * platform binary), its
  * first sync call, its first async call (starts the addon's async runtime: a mark to a tmpfs
  * store), and, in `plugin` mode, the import of the whole plugin bundle instead.
  * Prints one JSON line.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import path from 'node:path'
 
 const mode = process.argv[2] ?? 'addon'
@@ -32,9 +32,8 @@ if (mode === 'plugin') {
   out.importMs = ms(t0, clock())
   out.rssAfterImport = rss()
 } else {
-  const require = createRequire(import.meta.url)
   let t0 = clock()
-  const addon = require('../index.js')
+  const { addon } = await import('../plugin/addon.js')
   out.requireMs = ms(t0, clock())
   out.rssAfterRequire = rss()
   t0 = clock()

@@ -470,7 +470,10 @@ fn a_held_session_lock_is_fold_in_progress_without_waiting() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[allow(clippy::await_holding_lock, reason = "the guard only serializes this file's tests; nothing else takes it")]
+#[allow(
+    clippy::await_holding_lock,
+    reason = "the guard only serializes this file's tests; nothing else takes it"
+)]
 async fn a_mark_taken_while_a_fold_runs_lands_after_it() {
     let _serial = serial();
     let (_dir, store, first) = marked();
