@@ -68,25 +68,37 @@ pub fn rewind<'e>(
         let p: PromiseRaw<'e, ()> = convert::rejected(env, e)?;
         convert::cast::<Object>(&p.to_unknown())
     };
-    let checkpoint = match checkpoint_of(&checkpoint)? {
-        Ok(c) => c,
-        Err(e) => return reject(e),
-    };
+    // The plain arguments first: the ones below take references, released if a later one fails.
     let session_id = match convert::string(&session_id, "sessionId")? {
         Ok(s) => s,
-        Err(e) => return reject(e),
-    };
-    let host = match JsHost::new(&host)? {
-        Ok(h) => h,
         Err(e) => return reject(e),
     };
     let (options, signal) = match options_of(options.as_ref())? {
         Ok(o) => o,
         Err(e) => return reject(e),
     };
+    let checkpoint = match checkpoint_of(&checkpoint)? {
+        Ok(c) => c,
+        Err(e) => return reject(e),
+    };
+    let release = |checkpoint: Checkpoint| -> Result<()> {
+        match checkpoint {
+            Checkpoint::Service(service) => service.release(env),
+            Checkpoint::Store(_) => Ok(()),
+        }
+    };
+    let host = match JsHost::new(&host)? {
+        Ok(h) => h,
+        Err(e) => {
+            release(checkpoint)?;
+            return reject(e);
+        }
+    };
     // An already aborted signal: nothing runs at all.
     if let Some(signal) = &signal {
         if abort::aborted(signal)? {
+            release(checkpoint)?;
+            host.release(env)?;
             let p: PromiseRaw<'e, ()> =
                 PromiseRaw::reject(env, js_error(env, &aborted_error(), Some(abort::reason(signal)?))?)?;
             return convert::cast::<Object>(&p.to_unknown());
