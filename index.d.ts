@@ -14,16 +14,35 @@ export interface StoreOptions {
 }
 
 /**
- * The session side of a fold. `rewind` calls `snapshot` once, synchronously, before it
- * returns its promise; `summarize` may be called up to `maxSummarizationRetries + 1` times;
- * `commit` is called at most once and must run synchronously: re-snapshot, check
- * `planMatches(plan, snapshot)`, and append the replacement only when it holds.
- * Callbacks are called without `this`.
+ * The session side of a fold, called on the JS thread. `rewind` calls `snapshot` once (and, when
+ * the store is in memory, before it returns its promise) with the fold's anchor (the mark's log
+ * length: a node no fold from it can reach may carry 0 chars); `summarize` up to
+ * `maxSummarizationRetries + 1` times, and it must return a native `Promise`; `commit` at most
+ * once, and it must run synchronously: re-snapshot, check `planMatches(plan, snapshot)`, and
+ * append the replacement only when it holds. Callbacks are called with the host as `this`.
  */
 export interface RewindHost {
-  snapshot(): Uint32Array
+  snapshot(anchor: number): Uint32Array
   summarize(region: FoldRegion, attempt: number): Promise<string | SummaryReply>
   commit(plan: FoldPlan): 'committed' | 'changed'
+}
+
+/**
+ * A checkpoint service other than dsh-fold's store, with the reference's contract
+ * (`@dpskh/tool-checkpoint`'s `ctx.checkpoint`): `rewind` reads the mark through `latestMark`
+ * (`undefined` or `null` when there is none; `foldedAt` absent or `null` while active) and stamps
+ * it through `completeFold`. Either may return a promise or the value itself.
+ */
+export interface CheckpointService {
+  latestMark(sessionId: string): Promise<ForeignMark | undefined | null> | ForeignMark | undefined | null
+  completeFold(sessionId: string, markId: number): unknown
+}
+
+/** A mark as a checkpoint service returns it (ids are integers up to 2^53 - 1). */
+export interface ForeignMark {
+  id: number
+  logLength: number
+  foldedAt?: number | null
 }
 
 /**
@@ -193,24 +212,42 @@ export interface ReportOptions {
 }
 
 /** Folds everything since the session's latest mark into the host's report. */
-export declare function rewind(store: StoreRef, sessionId: string, host: RewindHost, options?: { maxSummarizationRetries?: number; signal?: AbortSignal }): Promise<RewindResult>
+export declare function rewind(checkpoint: StoreRef | CheckpointService, sessionId: string, host: RewindHost, options?: RewindOptions | null): Promise<RewindResult>
 
 /** Options of `rewind`. */
-export interface RewindOptionsJs {
-  /** Empty completions retried before failing. @default 2 (0..8) */
+export interface RewindOptions {
+  /**
+   * Empty completions retried before failing (0 to 8).
+   * @default 2
+   */
   maxSummarizationRetries?: number
-  /** Aborts the fold until its commit starts; the rejection's `cause` is the signal's reason. */
+  /**
+   * Cancels the fold until its commit starts: the promise rejects `ABORTED` with the signal's
+   * reason as `cause`, and nothing is written.
+   */
   signal?: AbortSignal
 }
 
-/** The result of a fold. */
+/**
+ * The result of a fold. Exactly the reference's `{markId, foldedNodes, start, end,
+ * foldedChars, reportChars}` unless one of the optional keys below applies.
+ */
 export interface RewindResult {
   markId: number
   foldedNodes: number
+  /** Seq of the first and last folded node (the replace op's range). */
   start: number
   end: number
+  /** Model-visible text the region held (UTF-16 units). */
   foldedChars: number
   reportChars: number
+  /** Region tokens minus report tokens; present only when `summarize` priced both (`tokens`). */
+  tokensFreed?: number
+  /**
+   * Present only when the report was committed but the mark could not be stamped folded: the
+   * fold happened, the mark still reads active, and the next `rewind` finishes the stamp.
+   */
+  stampError?: string
 }
 
 /** Region selection alone, synchronously: what a fold at `anchor` would replace right now. */
@@ -222,10 +259,23 @@ export interface SummaryReply {
   /** The completion's finish reason, e.g. `stop` or `length`. */
   finish?: string
   usage?: SummaryUsage
+  /**
+   * With a token meter: the shrink check compares these instead of chars, and the result
+   * gains `tokensFreed`.
+   */
+  tokens?: TokenPrices
 }
 
 /** Token usage a summarizer may report; used in the message when every attempt was empty. */
 export interface SummaryUsage {
   outputTokens?: number
   reasoningTokens?: number
+}
+
+/** Token prices of a fold, from the host's token meter (DSH's `ctx.tokenMeter`). */
+export interface TokenPrices {
+  /** The folded region's nodes, as the meter prices them. */
+  region: number
+  /** The replacement message carrying the report. */
+  report: number
 }

@@ -4,16 +4,14 @@
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { mkdirSync, writeFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import path from 'node:path'
 import { describe, it } from 'node:test'
 import { Worker } from 'node:worker_threads'
 
+import { addon, addonPath } from '../plugin/addon.js'
 import { tempStore } from './helpers/dsh.mjs'
 
-const require = createRequire(import.meta.url)
-const addonPath = path.resolve(import.meta.dirname, '..')
-const fold = require(addonPath)
+const fold = addon
 
 const NONE = 0xffff_ffff
 const NOTHING_AFTER_MARK = 'no surface nodes after the checkpoint mark'
@@ -31,7 +29,8 @@ const r = (seq, opener, extra = {}) => ({ seq, kind: 3, link: opener === undefin
 
 /**
  * Encodes a snapshot: header [FORMAT, eventCount, current, N], 5 words per node
- * [seq, origin, kind, chars, link], then [R] and 6 words per report.
+ * [seq, origin, kind, chars, link], then [R] and 7 words per report
+ * [seq, markIdLow, markIdHigh, foldedNodes, startSeq, endSeq, foldedChars].
  * @param {{seq: number, kind: number, origin?: number, chars?: number, link?: number}[]} nodes
  * @param {{events?: number, current?: number, reports?: number[][], format?: number}} [options]
  */
@@ -93,16 +92,19 @@ describe('selectRegion on hand-encoded snapshots', () => {
   })
 
   it('a result inside the region pulls the start back to its call (pairing closure)', () => {
-    // anchor 3 falls between a parallel call's results: the opener joins the fold
-    const nodes = [u(0), a(1, 2), r(2, 1), r(3, 1), a(4, 1), r(5, 4), a(6, 1)]
-    assert.deepEqual(seqsOf(select(nodes, 3, { current: 6 })), [1, 2, 3, 4, 5])
+    // a user message stands between a parallel step's results: the step joins the fold whole
+    const nodes = [u(0), a(1, 2), r(2, 1), u(3), r(4, 1), a(5, 1)]
+    assert.deepEqual(seqsOf(select(nodes, 3, { current: 5 })), [1, 2, 3, 4])
+    // a parallel step's only result after the mark is the checkpoint's own: the step stays
+    const mid = [u(0), a(1, 2), r(2, 1), r(3, 1), a(4, 1), r(5, 4), a(6, 1)]
+    assert.deepEqual(seqsOf(select(mid, 3, { current: 6 })), [4, 5])
   })
 
   it('an open call ends the region at the last closed cut; none left → UNBALANCED', () => {
     const cut = [u(0), a(1, 1), r(2, 1), a(3, 1), r(4, 3), a(5, 2), r(6, 5), a(7, 1)]
     assert.deepEqual(seqsOf(select(cut, 2, { current: 7 })), [3, 4])
     const none = [u(0), a(1, 1), r(2, 1), a(3, 2), r(4, 3), a(5, 1)]
-    assert.throws(() => select(none, 2, { current: 5 }), isCoded('UNBALANCED', /no result yet/))
+    assert.throws(() => select(none, 2, { current: 5 }), isCoded('UNBALANCED', /balanced boundary/))
     // a call answered only after the rewind call is open for the fold too
     const late = [u(0), a(1, 1), r(2, 1), a(3, 1), a(5, 1), r(4, 3)]
     assert.throws(() => select(late, 2, { current: 5 }), isCoded('UNBALANCED'))
@@ -110,7 +112,7 @@ describe('selectRegion on hand-encoded snapshots', () => {
 
   it('EMPTY_REGION with the reference messages', () => {
     assert.throws(() => select([u(0), a(1, 1), r(2, 1)], 3), isCoded('EMPTY_REGION', NOTHING_AFTER_MARK))
-    assert.throws(() => select([u(0), a(1, 1), r(2, 1)], 2), isCoded('EMPTY_REGION', NOTHING_AFTER_MARK))
+    assert.throws(() => select([u(0), a(1, 1), r(2, 1)], 2), isCoded('EMPTY_REGION', NOTHING_BEFORE_REWIND))
     assert.throws(() => select([u(0), a(1, 1), r(2, 1), a(3, 1)], 2, { current: 3 }), isCoded('EMPTY_REGION', NOTHING_BEFORE_REWIND))
     assert.throws(() => select([u(0)], 1, { events: 5 }), isCoded('EMPTY_REGION', NOTHING_AFTER_MARK))
     assert.throws(() => select([], 0, { events: 0 }), isCoded('EMPTY_REGION', NOTHING_AFTER_MARK))
@@ -118,7 +120,7 @@ describe('selectRegion on hand-encoded snapshots', () => {
 
   it('orphaned results are never folded alone', () => {
     assert.throws(() => select([u(0), r(1), a(2, 1)], 1, { current: 2 }), isCoded('EMPTY_REGION', NOTHING_BEFORE_REWIND))
-    assert.throws(() => select([u(0), r(1)], 1), isCoded('EMPTY_REGION', NOTHING_AFTER_MARK))
+    assert.throws(() => select([u(0), r(1)], 1), isCoded('EMPTY_REGION', NOTHING_BEFORE_REWIND))
     // a result whose opener was replaced away (linked to a seq not on the surface) is an orphan too
     assert.throws(() => select([u(3, { origin: 0 }), r(4, 2), a(5, 1)], 4, { current: 5 }), isCoded('EMPTY_REGION', NOTHING_BEFORE_REWIND))
     // an orphan leading real work is skipped, the work is folded
@@ -133,7 +135,7 @@ describe('selectRegion on hand-encoded snapshots', () => {
 
   it('reports on the surface are validated and do not change the selection', () => {
     const nodes = [...MID_CALL.slice(0, 7), u(8, { origin: 3 }), a(9, 1)]
-    assert.deepEqual(seqsOf(select(nodes, 2, { current: 9, reports: [[8, 1, 2, 3, 4, 20]] })), [3, 4, 5, 6, 8])
+    assert.deepEqual(seqsOf(select(nodes, 2, { current: 9, reports: [[8, 1, 0, 2, 3, 4, 20]] })), [3, 4, 5, 6, 8])
   })
 
   it('reads a Uint32Array view at an offset, and a huge claimed event count without a huge allocation', () => {
@@ -165,7 +167,7 @@ describe('selectRegion on hand-encoded snapshots', () => {
     ['more results than calls', () => encode([a(0, 1), r(1, 0), r(2, 0)])],
     ['a current seq not on the surface', () => encode(MID_CALL, { events: 20, current: 15 })],
     ['a current seq that is not an assistant', () => encode(MID_CALL, { current: 2 })],
-    ['a report not on the surface', () => encode(MID_CALL, { reports: [[12, 1, 1, 3, 3, 10]], events: 13 })],
+    ['a report not on the surface', () => encode(MID_CALL, { reports: [[12, 1, 0, 1, 3, 3, 10]], events: 13 })],
   ]
   for (const [name, words] of invalid) {
     it(`invalid snapshot: ${name} → INVALID_ARGUMENT, thrown synchronously`, () => {
@@ -411,6 +413,8 @@ describe('worker_threads', () => {
     const source = `
       const { parentPort, workerData: data } = require('node:worker_threads')
       const fold = require(data.addonPath)
+      // The fold waits on JS continuations only; keep the worker alive until it is terminated.
+      setInterval(() => {}, 1000)
       fold.mark(data.store, 'w', 2).then(() => {
         fold.rewind(data.store, 'w', {
           snapshot: () => new Uint32Array(data.snapshot),
@@ -626,5 +630,132 @@ describe('rewind argument validation: rejected with INVALID_ARGUMENT, never thro
       assert.equal(coded, true, name)
       assert.match(message, expected[name][1], name)
     }
+  })
+})
+
+describe('rewind over a checkpoint service (the reference-shaped ctx.checkpoint)', () => {
+  const snapshot = encode(MID_CALL, { current: 7 })
+  const host = () => ({ snapshot: () => snapshot, summarize: async () => 'report', commit: () => 'committed' })
+  /** A service with one mark of session 's' at anchor 2; `over` replaces its methods. */
+  const service = (over = {}) => {
+    const calls = { latest: 0, complete: /** @type {any[]} */ ([]) }
+    const mark = { id: 7, logLength: 2, foldedAt: null }
+    return {
+      calls,
+      mark,
+      latestMark: async (/** @type {string} */ id) => (calls.latest++, id === 's' ? mark : undefined),
+      completeFold: async (/** @type {string} */ id, /** @type {number} */ markId) => {
+        calls.complete.push([id, markId])
+        mark.foldedAt = 1
+      },
+      ...over,
+    }
+  }
+
+  it("folds the service's mark and stamps it through completeFold(sessionId, markId)", async () => {
+    const s = service()
+    assert.deepEqual(await fold.rewind(s, 's', host()), { markId: 7, foldedNodes: 4, start: 3, end: 6, foldedChars: 40, reportChars: 6 })
+    assert.deepEqual(s.calls.complete, [['s', 7]])
+    await assert.rejects(fold.rewind(s, 's', host()), isCoded('EMPTY_REGION', /already folded/))
+    await assert.rejects(fold.rewind(s, 'other', host()), isCoded('NO_CHECKPOINT'))
+  })
+
+  it('takes plain values as well as promises from latestMark and completeFold', async () => {
+    const mark = { id: 3, logLength: 2 }
+    const s = { latestMark: () => mark, completeFold: () => true }
+    assert.equal((await fold.rewind(s, 's', host())).markId, 3)
+    assert.equal((await fold.rewind({ latestMark: () => null, completeFold: () => true }, 's', host()).catch((e) => e)).code, 'NO_CHECKPOINT')
+  })
+
+  it('a latestMark that throws, rejects or answers garbage is HOST_FAILED with the cause; nothing runs', async () => {
+    const boom = new Error('storage down')
+    let snapshots = 0
+    const counting = { ...host(), snapshot: () => (snapshots++, snapshot) }
+    for (const [latestMark, message, cause] of /** @type {const} */ ([
+      [() => { throw boom }, /latestMark\(\) threw: storage down/, boom],
+      [async () => { throw boom }, /latestMark\(\) rejected: storage down/, boom],
+      [async () => ({ id: 'seven', logLength: 2 }), /bad id/, undefined],
+      [async () => ({ id: 1, logLength: -1 }), /bad logLength/, undefined],
+      [async () => 42, /latestMark\(\) resolved to/, undefined],
+    ])) {
+      const e = await fold.rewind(service({ latestMark }), 's', counting).catch((x) => x)
+      assert.ok(isCoded('HOST_FAILED', message)(e))
+      assert.equal(e.cause, cause)
+    }
+    assert.equal(snapshots, 0)
+  })
+
+  it('a completeFold that keeps failing does not fail the fold: the result carries stampError', async () => {
+    let tries = 0
+    const s = service({ completeFold: async () => { tries++; throw new Error('storage down') } })
+    const result = await fold.rewind(s, 's', host())
+    assert.equal(result.markId, 7)
+    assert.match(result.stampError, /^STORE_IO: .*completeFold\(\) failed: storage down/)
+    assert.equal(tries, 3)
+  })
+
+  it('a service without a completeFold function is INVALID_ARGUMENT', async () => {
+    await assert.rejects(fold.rewind({ latestMark: async () => undefined }, 's', host()), isCoded('INVALID_ARGUMENT', /checkpoint\.completeFold must be a function/))
+  })
+})
+
+describe('rewind driven from the JS thread', () => {
+  const snapshot = encode(MID_CALL, { current: 7 })
+
+  it('takes the snapshot and selects the region before rewind returns, when the store is in memory', async () => {
+    const s = tempStore()
+    await fold.mark(s, 'sync', 2)
+    /** @type {string[]} */
+    const order = []
+    const pending = fold.rewind(s, 'sync', {
+      snapshot: () => (order.push('snapshot'), snapshot),
+      summarize: async (/** @type {any} */ region) => (order.push(`summarize ${Array.from(region.seqs)}`), 'report'),
+      commit: () => (order.push('commit'), 'committed'),
+    })
+    order.push('returned')
+    await pending
+    assert.deepEqual(order, ['snapshot', 'summarize 3,4,5,6', 'returned', 'commit'])
+  })
+
+  it('an abort fired inside summarize itself is honoured; one fired inside commit is not (the fold happened)', async () => {
+    const s = tempStore()
+    await fold.mark(s, 'in-summarize', 2)
+    const first = new AbortController()
+    const failed = await fold
+      .rewind(s, 'in-summarize', { snapshot: () => snapshot, summarize: () => (first.abort('stop'), new Promise(() => {})), commit: () => 'committed' }, { signal: first.signal })
+      .catch((e) => e)
+    assert.ok(isCoded('ABORTED')(failed))
+    assert.equal(failed.cause, 'stop')
+    assert.equal(await fold.hasActive(s, 'in-summarize'), true)
+
+    await fold.mark(s, 'in-commit', 2)
+    const second = new AbortController()
+    const result = await fold.rewind(
+      s,
+      'in-commit',
+      { snapshot: () => snapshot, summarize: async () => 'report', commit: () => (second.abort('too late'), 'committed') },
+      { signal: second.signal },
+    )
+    assert.equal(result.foldedNodes, 4)
+    assert.equal(await fold.hasActive(s, 'in-commit'), false)
+  })
+
+  it('a summarizer that never settles is left behind by an abort, and the session can fold again', async () => {
+    const s = tempStore()
+    await fold.mark(s, 'hang', 2)
+    const controller = new AbortController()
+    let entered
+    const summarizing = new Promise((resolve) => (entered = resolve))
+    const pending = fold.rewind(
+      s,
+      'hang',
+      { snapshot: () => snapshot, summarize: () => (entered(), new Promise(() => {})), commit: () => 'committed' },
+      { signal: controller.signal },
+    )
+    await summarizing
+    await assert.rejects(fold.rewind(s, 'hang', { snapshot: () => snapshot, summarize: async () => 'r', commit: () => 'committed' }), isCoded('FOLD_IN_PROGRESS'))
+    controller.abort()
+    await assert.rejects(pending, isCoded('ABORTED'))
+    assert.equal((await fold.rewind(s, 'hang', { snapshot: () => snapshot, summarize: async () => 'r', commit: () => 'committed' })).foldedNodes, 4)
   })
 })

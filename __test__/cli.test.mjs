@@ -14,16 +14,16 @@ import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import { availableParallelism, tmpdir } from 'node:os'
 import path from 'node:path'
 import { describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 
+import { addon } from '../plugin/addon.js'
+
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 const BIN = path.join(ROOT, 'bin', 'dsh-fold.mjs')
 const FIXTURES = path.join(ROOT, '__test__', 'fixtures', 'cli')
-const addon = createRequire(import.meta.url)('../index.js')
 
 /** What the generator recorded. */
 const EXPECTED = JSON.parse(readFileSync(path.join(FIXTURES, 'expected.json'), 'utf8'))

@@ -6,15 +6,15 @@
 // The mark is taken the way the checkpoint tool takes it: mid-call, after the assistant message
 // carrying the `checkpoint` call and before that call's result.
 import assert from 'node:assert/strict'
-import { createRequire } from 'node:module'
+import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { describe, it } from 'node:test'
 
+import { addon } from '../plugin/addon.js'
 import { regionMessages, surfaceSnapshot } from '../plugin/surface.js'
 import { CallId, Session, SessionBuilder, SessionId, createToolResultMessage, createUserMessage, protocolProblems, tempStore } from './helpers/dsh.mjs'
 
-const require = createRequire(import.meta.url)
-const fold = require(path.resolve(import.meta.dirname, '..'))
+const fold = addon
 
 const NOTHING_AFTER_MARK = 'no surface nodes after the checkpoint mark'
 const NOTHING_BEFORE_REWIND = 'no surface nodes between the checkpoint mark and the rewind call'
@@ -64,44 +64,6 @@ function appendReport(session, { markId, start, end, seqs, report }) {
     createUserMessage({ content: [{ type: 'text', text: report }], source: { kind: 'plugin', plugin: 'rewind', markId } }),
     { surfaceOp: { op: 'replace', start, end }, sourceEventSeqs: Array.from(seqs) },
   )
-}
-
-/**
- * A SessionBuilder that logs a step the way the DSH agent loop does (dsh-agent-loop
- * `appendToolCall` / `appendToolResult`): `step/start`, the assistant message, a log-only
- * `tool/call` per call just before it runs, and each result citing its call event in
- * `sourceEventSeqs`; `step/end` after the results.
- */
-class LoopBuilder extends SessionBuilder {
-  step = 0
-  /** @type {Map<string, {seq: number, name: string, arguments: string}>} */
-  calls = new Map()
-  stepStart() {
-    this.step++
-    return this.session.append('step/start', { turn: this.turn, step: this.step }).seq
-  }
-  stepEnd() {
-    return this.session.append('step/end', { turn: this.turn, step: this.step }).seq
-  }
-  /** The assistant message; its calls are remembered for `toolCall`. */
-  assistant(reply) {
-    const seq = super.assistant(reply)
-    for (const c of reply.calls ?? []) this.calls.set(c.id, { seq: -1, name: c.name, arguments: JSON.stringify(c.args ?? {}) })
-    return seq
-  }
-  /** The log-only `tool/call` the loop appends when a call starts. */
-  toolCall(id) {
-    const c = /** @type {any} */ (this.calls.get(id))
-    c.seq = this.session.append('tool/call', { turn: this.turn, step: this.step, callId: id, name: c.name, arguments: c.arguments }).seq
-    return c.seq
-  }
-  /** The result, citing its `tool/call` event. */
-  result(callId, output, isError = false) {
-    const c = this.calls.get(callId)
-    if (!c || c.seq < 0) return super.result(callId, output, isError)
-    const message = createToolResultMessage({ callId: CallId(callId), content: [{ type: 'text', text: output }], isError })
-    return this.session.append('tool/result', { turn: this.turn, step: this.step, message }, { surfaceOp: 'append', sourceEventSeqs: [c.seq] }).seq
-  }
 }
 
 /** Marks mid-call, as the checkpoint tool does: after its assistant message, before its result. */
@@ -227,8 +189,8 @@ describe('rewind over real DSH sessions: the reference behaviours', () => {
 
   it('a session logged as the DSH agent loop logs it (step events, tool/call events, results citing them) folds the same', async () => {
     const store = tempStore()
-    const b = new LoopBuilder(`fold-loop-${process.pid}`)
-    b.session.append('turn/start', { turn: 0 })
+    const b = new SessionBuilder(`fold-loop-${process.pid}`, { loop: true })
+    b.turnStart()
     const request = b.user('The parser rejects nested lists. Find out why.')
     b.stepStart()
     const ck = b.assistant({ text: 'Marking this investigation.', calls: [{ id: 'ck', name: 'checkpoint', args: { objective: 'nested lists' } }] })
@@ -265,7 +227,8 @@ describe('rewind over real DSH sessions: the reference behaviours', () => {
     b.logOnly()
     const [seq, surface] = [b.seq, nodes(b)]
     const { host, calls } = foldHost(b)
-    await rejectsWith(fold.rewind(store, b.session.id, host), 'EMPTY_REGION', NOTHING_AFTER_MARK)
+    // The checkpoint's own result follows the mark: "between", as the reference words it.
+    await rejectsWith(fold.rewind(store, b.session.id, host), 'EMPTY_REGION', NOTHING_BEFORE_REWIND)
     assert.equal(calls.summarize.length, 0)
     await assertUntouched(b, store, seq, surface)
   })
@@ -351,7 +314,7 @@ describe('rewind over real DSH sessions: the reference behaviours', () => {
     b.result('ghost', output('a result whose call is not on the surface'))
     const [seq, surface] = [b.seq, nodes(b)]
     const { host } = foldHost(b)
-    await rejectsWith(fold.rewind(store, b.session.id, host), 'EMPTY_REGION', NOTHING_AFTER_MARK)
+    await rejectsWith(fold.rewind(store, b.session.id, host), 'EMPTY_REGION', NOTHING_BEFORE_REWIND)
     await assertUntouched(b, store, seq, surface)
   })
 
@@ -463,6 +426,84 @@ describe('rewind over real DSH sessions: the reference behaviours', () => {
     assert.deepEqual(nodes(b), [0, 1, 2, report.seq, rw, b.seq - 1])
   })
 
+  it('crash repair trusts no bare mark id: an old store\'s report is not the fold of a new mark with the same id', async () => {
+    const store = tempStore()
+    const b = builder('repair-old-id')
+    const { mark, explored } = await exploration(b, store)
+    b.assistant({ calls: [{ id: 'rw', name: 'rewind' }] })
+    await foldAndCheck(b, store, mark, explored)
+    assert.equal(mark.id, 1)
+    // The user deletes the store (or points `store` elsewhere): ids restart at 1.
+    rmSync(path.dirname(store), { recursive: true, force: true })
+    const again = await checkpoint(b, store, 'A second investigation.')
+    assert.equal(again.id, 1, 'the new store hands out id 1 again')
+    b.result('ck', JSON.stringify({ markId: again.id }))
+    const a = b.assistant({ calls: [{ id: 'r9', name: 'read', args: { path: 'src/lexer.rs' } }] })
+    const r = b.result('r9', output('src/lexer.rs'))
+    b.assistant({ calls: [{ id: 'rw2', name: 'rewind' }] })
+    // The old report names mark 1 but was appended before this mark: the new exploration folds.
+    const { result, calls } = await foldAndCheck(b, store, again, [a, r], { callId: 'rw2' })
+    assert.equal(result.markId, 1)
+    assert.equal(calls.summarize.length, 1)
+  })
+
+  it('crash repair carries mark ids past 2^32 whole', async () => {
+    const store = tempStore()
+    const big = 2 ** 32 + 1
+    mkdirSync(path.dirname(store), { recursive: true })
+    writeFileSync(store, JSON.stringify({ unit: { name: 'checkpoint', version: 1 }, global: { nextId: big }, tables: { marks: {} } }))
+    const b = builder('repair-big-id')
+    const { mark, explored } = await exploration(b, store)
+    assert.equal(mark.id, big)
+    b.assistant({ calls: [{ id: 'rw', name: 'rewind' }] })
+    const region = fold.selectRegion(surfaceSnapshot(b.session, { callId: 'rw' }), mark.logLength)
+    // The commit landed, the stamp never did: the report names 2^32 + 1 (1 in 32 bits).
+    appendReport(b.session, { ...region, markId: big, report: REPORT })
+    const { host, calls } = foldHost(b, { callId: 'rw', summarize: async () => assert.fail('a repair makes no report') })
+    const result = await fold.rewind(store, b.session.id, host)
+    assert.equal(result.markId, big)
+    assert.deepEqual([result.start, result.end, result.foldedNodes], [explored[0], explored.at(-1), explored.length])
+    assert.equal(calls.summarize.length, 0)
+    assert.equal(await fold.hasActive(store, b.session.id), false)
+  })
+
+  it('a stamp that fails after the commit does not fail the fold: the result returns, the next rewind finishes the stamp', async () => {
+    const store = tempStore()
+    const dir = path.dirname(store)
+    const b = builder('stamp-fails')
+    const { mark, explored } = await exploration(b, store)
+    b.assistant({ calls: [{ id: 'rw', name: 'rewind' }] })
+    const { host, calls } = foldHost(b, { callId: 'rw' })
+    const commit = host.commit
+    host.commit = (plan) => {
+      const answer = commit(plan)
+      // The store's folder becomes a file: every write of the stamp fails (STORE_IO).
+      renameSync(dir, `${dir}.away`)
+      writeFileSync(dir, 'not a folder')
+      return answer
+    }
+    let result
+    try {
+      result = await fold.rewind(store, b.session.id, host)
+    } finally {
+      rmSync(dir)
+      renameSync(`${dir}.away`, dir)
+    }
+    const expected = { markId: mark.id, foldedNodes: explored.length, start: explored[0], end: explored.at(-1) }
+    assert.deepEqual({ markId: result.markId, foldedNodes: result.foldedNodes, start: result.start, end: result.end }, expected)
+    assert.match(result.stampError, /STORE_IO/, 'the result says the stamp failed')
+    assert.equal(calls.commit.length, 1)
+    const report = b.session.events.at(-1)
+    assert.deepEqual(report.sourceEventSeqs, explored)
+    // Not stamped: the mark still reads active, and the next rewind repairs it without folding.
+    assert.equal(await fold.hasActive(store, b.session.id), true)
+    const again = foldHost(b, { callId: 'rw', summarize: async () => assert.fail('a repair makes no report') })
+    const repaired = await fold.rewind(store, b.session.id, again.host)
+    assert.deepEqual({ ...repaired }, { ...expected, foldedChars: result.foldedChars, reportChars: result.reportChars })
+    assert.equal(await fold.hasActive(store, b.session.id), false)
+    assert.equal(b.session.seq, report.seq + 1, 'nothing appended by the repair')
+  })
+
   it('FOLD_IN_PROGRESS while the same session is folding; the first fold still lands', async () => {
     const store = tempStore()
     const b = builder('in-progress')
@@ -516,10 +557,8 @@ describe('rewind over real DSH sessions: failures before the commit write nothin
     })
     await assert.rejects(fold.rewind(store, b.session.id, host, { maxSummarizationRetries: 1 }), (e) => {
       assert.equal(e.code, 'SUMMARIZE_FAILED')
-      assert.match(e.message, /2 time\(s\)/)
-      assert.match(e.message, /finish: length/)
-      assert.match(e.message, /outputTokens 1024/)
-      assert.match(e.message, /reasoningTokens 1000/)
+      // The reference's wording: retries counted, not attempts.
+      assert.match(e.message, /no text report content after 1 retries \(finish: length, outputTokens: 1024, reasoningTokens: 1000\)/)
       return true
     })
     assert.equal(calls.summarize.length, 2)
@@ -713,5 +752,64 @@ describe('snapshot cost on a 10k-event real session', () => {
     assert.equal(result.foldedNodes, region.foldedNodes)
     b.result('rw', 'Folded.')
     assert.deepEqual(protocolProblems(b.session.deriveMessages()), [])
+  })
+})
+
+describe('snapshotting only what a fold can reach', () => {
+  it('changes no region: every anchor of realistic sessions selects the same region, chars and errors as the whole surface', async () => {
+    const { recordSession, replay } = await import('../bench/lib/session.mjs')
+    let compared = 0
+    for (const [events, compaction] of [[600, true], [600, false], [0, false]]) {
+      const rec = recordSession(events, { compaction, explorationSteps: 4 })
+      // One session snapshotted with anchors only, one only without: neither is metered by the other.
+      const [withAnchors, whole] = [replay(rec, `hinted-${events}-${compaction}`), replay(rec, `whole-${events}-${compaction}`)]
+      for (let anchor = 0; anchor <= rec.events; anchor++) {
+        for (const callId of [rec.callId, undefined]) {
+          const hinted = surfaceSnapshot(withAnchors, { callId, anchor })
+          const full = surfaceSnapshot(whole, { callId })
+          const a = (() => { try { return fold.selectRegion(hinted, anchor) } catch (e) { return `${e.code}: ${e.message}` } })()
+          const b = (() => { try { return fold.selectRegion(full, anchor) } catch (e) { return `${e.code}: ${e.message}` } })()
+          assert.deepEqual(a, b, `anchor ${anchor} (${events} events, compaction ${compaction}, call id ${callId})`)
+          assert.equal(fold.planMatches({ anchor, seqs: typeof b === 'string' ? new Uint32Array() : b.seqs }, hinted), typeof b !== 'string')
+          compared++
+        }
+      }
+    }
+    // A surface with a fold report (then, or not, a compaction over it), parallel calls issued
+    // with a checkpoint, an orphaned result, a late result and an open call.
+    for (const compact of [false, true]) {
+      const b = builder(`window-${compact}`)
+      b.user('Look at the parser.')
+      b.assistant({ calls: [{ id: 'k1', name: 'checkpoint' }] })
+      b.result('k1', '{"id":1}')
+      const a1 = b.assistant({ calls: [{ id: 'r1', name: 'read', args: { path: 'a.rs' } }] })
+      const r1 = b.result('r1', output('a.rs'))
+      appendReport(b.session, { markId: 1, start: a1, end: r1, seqs: [a1, r1], report: REPORT })
+      b.assistant({ calls: [{ id: 'k2', name: 'checkpoint' }, { id: 'g1', name: 'grep' }, { id: 'g2', name: 'grep' }] })
+      b.result('k2', '{"id":2}')
+      b.logOnly()
+      b.result('g1', output('grep'))
+      b.result('ghost', output('an orphan'))
+      const u = b.user('And the lexer?')
+      if (compact) b.replace(1, u, 'compacted')
+      b.result('g2', output('late grep'))
+      b.assistant({ text: 'Reading on.', calls: [{ id: 'r2', name: 'read' }] })
+      b.result('r2', output('lexer.rs'))
+      b.assistant({ calls: [{ id: 'r3', name: 'read' }] })
+      b.assistant({ calls: [{ id: 'rw', name: 'rewind' }] })
+      const copy = new SessionBuilder(`window-copy-${compact}-${process.pid}`)
+      for (const e of b.session.events) {
+        if (e.surfaceOp) copy.session.append(e.type, e.data, { surfaceOp: e.surfaceOp, ...(e.sourceEventSeqs ? { sourceEventSeqs: e.sourceEventSeqs } : {}) })
+        else copy.session.append(e.type, e.data)
+      }
+      for (let anchor = 0; anchor <= b.seq; anchor++) {
+        for (const callId of ['rw', undefined]) {
+          const run = (/** @type {Uint32Array} */ w) => { try { return fold.selectRegion(w, anchor) } catch (e) { return `${e.code}: ${e.message}` } }
+          assert.deepEqual(run(surfaceSnapshot(b.session, { callId, anchor })), run(surfaceSnapshot(copy.session, { callId })), `anchor ${anchor}, call id ${callId}, compacted ${compact}`)
+          compared++
+        }
+      }
+    }
+    assert.ok(compared > 1000)
   })
 })

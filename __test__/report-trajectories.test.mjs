@@ -17,15 +17,12 @@
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
 import { readdirSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import path from 'node:path'
 import { describe, it } from 'node:test'
 
+import { addon as fold, addonPath } from '../plugin/addon.js'
 import { callsOf, loadSegments, mean, missing, regionFacts, retention, TRAJECTORY_DIR, visibleChars } from '../bin/report-facts.mjs'
 
-const require = createRequire(import.meta.url)
-const addonPath = path.resolve(import.meta.dirname, '..')
-const fold = require(addonPath)
 
 const TARGET = 0.95
 const MAX_RATIO = 0.25

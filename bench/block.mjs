@@ -39,7 +39,6 @@
  * surface nodes and whose `remaining` is as the shape predicts, and committing it leaves every
  * call on the surface with its result.
  */
-import { createRequire } from 'node:module'
 import { pathToFileURL } from 'node:url'
 
 import { CallId, createAssistantMessage, createToolResultMessage, createUserMessage } from '@deepseek-ai/dsh-llm'
@@ -47,14 +46,12 @@ import { Session, SessionId } from '@deepseek-ai/dsh-session'
 
 import { blockSnapshot } from '../plugin/block-surface.js'
 import { surfaceSnapshot } from '../plugin/surface.js'
+import { addon } from '../plugin/addon.js'
 import { measureCommit } from './lib/block-commit.mjs'
 import { check, emit, load, log, parseArgs } from './lib/common.mjs'
 import { prng } from './lib/session.mjs'
 import { now, quiesce, summarize, us } from './lib/stats.mjs'
 
-const require = createRequire(import.meta.url)
-/** @type {typeof import('../index.js')} */
-const addon = require('../index.js')
 
 const PROSE =
   'read the parser module then explain how the tokenizer works and close this block before the lexer ' +

@@ -2,9 +2,9 @@
  * @module bench/load-child
  * One fresh host-like process for figure 5 (bench/load.mjs runs it many times): the DSH
  * libraries a host has loaded anyway are imported first; then, by mode:
- * - `addon`: the addon (`require` of the package's `index.js`: the generated loader picks and
- *   dlopens the platform binary), its first sync call, its first async call (starts the
- *   addon's async runtime: a mark to a tmpfs store);
+ * - `addon`: the addon through the package's one loader (plugin/addon.js: `require` of the
+ *   generated `index.js`, which picks and dlopens the platform binary), its first sync call, its
+ *   first async call (starts the addon's async runtime: a mark to a tmpfs store);
  * - `plugin`: the import of the whole plugin bundle instead;
  * - `cycles-stamp` / `cycles-fold`: 1,000 cycles of a durable mark and its fold's store side (a
  *   stamp, `completeFold`), or of a mark and a whole `rewind` through the addon (a JS host over
@@ -13,7 +13,6 @@
  * Prints one JSON line.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import path from 'node:path'
 
 const mode = process.argv[2] ?? 'addon'
@@ -34,8 +33,7 @@ const out = /** @type {Record<string, number>} */ ({ rss0: rss() })
 
 if (mode === 'cycles-stamp' || mode === 'cycles-fold') {
   const { explorationSurface, jsHost } = await import('../__test__/reliability/helpers.mjs')
-  const require = createRequire(import.meta.url)
-  const addon = require('../index.js')
+  const { addon } = await import('../plugin/addon.js')
   const dir = mkdtempSync(path.join(process.platform === 'linux' ? '/dev/shm' : '/tmp', 'dsh-fold-cycles-'))
   const store = path.join(dir, 'checkpoint.json')
   const snapshot = explorationSurface(3, { steps: 2 })
@@ -70,9 +68,8 @@ if (mode === 'cycles-stamp' || mode === 'cycles-fold') {
   out.importMs = ms(t0, clock())
   out.rssAfterImport = rss()
 } else {
-  const require = createRequire(import.meta.url)
   let t0 = clock()
-  const addon = require('../index.js')
+  const { addon } = await import('../plugin/addon.js')
   out.requireMs = ms(t0, clock())
   out.rssAfterRequire = rss()
   t0 = clock()

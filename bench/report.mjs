@@ -24,15 +24,12 @@
  * also counts the waits for a core). The ratio of the 8 MB time to the 1 MB time per byte
  * shows whether time is linear. The baseline's JS (`JSON.parse` + head+tail) is timed alike.
  */
-import { createRequire } from 'node:module'
-
+import { addon } from '../plugin/addon.js'
 import { headTail, loadSegments, mean, missing, regionFacts, retention } from '../bin/report-facts.mjs'
 import { check, emit, load, log, parseArgs } from './lib/common.mjs'
 import { now, quiesce, summarize, us } from './lib/stats.mjs'
 
 const { quick, out } = parseArgs()
-const require = createRequire(import.meta.url)
-const addon = require('../index.js')
 
 const LANGUAGES = /** @type {const} */ (['en', 'zh'])
 const KINDS = /** @type {const} */ (['paths', 'commands', 'errors'])

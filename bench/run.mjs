@@ -147,38 +147,44 @@ function render(meta, R) {
   const rows = []
   const F = R.fold
   if (F) {
-    const at = (/** @type {number} */ n) => F.sizes.find((/** @type {any} */ s) => s.n === n)
-    const rt = F.roundTrip.slope
-    for (const [n, target] of /** @type {const} */ ([
-      [10_000, 5],
-      [50_000, 10],
+    const at = (/** @type {number} */ n, /** @type {boolean} */ compaction) => F.sizes.find((/** @type {any} */ s) => s.n === n && s.compaction === compaction)
+    for (const [n, compaction, target] of /** @type {const} */ ([
+      [10_000, true, 3],
+      [10_000, false, 3],
+      [50_000, true, 10],
+      [50_000, false, 5],
     ])) {
-      const s = at(n)
+      const s = at(n, compaction)
       if (!s) continue
       const base = s.variants.baseline.wall.median
-      for (const v of ['ours-warm', 'ours-cold']) {
-        const x = base / s.variants[v].wall.median
-        rows.push([
-          `1. fold vs baseline, ${s.events} events (${v.replace('ours-', '')})`,
-          `≥ ${target}× faster`,
-          `${fmtX(x)} (${fmtUs(base)} vs ${fmtUs(s.variants[v].wall.median)})`,
-          x >= target ? verdict(true) : `${verdict(false)} by ${fmtX(target / x)}`,
-        ])
-      }
+      const x = base / s.variants['ours-warm'].wall.median
+      rows.push([
+        `1. warm fold vs baseline, ${s.events} events ${s.label.split(' ')[1]}`,
+        `≥ ${target}× faster`,
+        `${fmtX(x)} (${fmtUs(base)} vs ${fmtUs(s.variants['ours-warm'].wall.median)})`,
+        x >= target ? verdict(true) : `${verdict(false)} by ${fmtX(target / x)}`,
+      ])
     }
-    const idleRt = F.roundTrip.idle?.roundTrip ?? NaN
+    const idleRt = F.roundTrip.idle.median
     for (const s of F.sizes) {
-      const floor = s.variants.append.wall.median + rt
-      const floorIdle = s.variants.append.wall.median + idleRt
-      for (const v of ['ours-warm', 'ours-cold']) {
-        const x = s.variants[v].wall.median / floor
-        rows.push([
-          `1. fold vs floor, ${s.events} events (${v.replace('ours-', '')})`,
-          '≤ 2× the floor',
-          `${fmtX(x)} (${fmtUs(s.variants[v].wall.median)} vs ${fmtUs(floor)}; with the round trip from idle ${fmtX(s.variants[v].wall.median / floorIdle)})`,
-          x <= 2 ? verdict(true) : `${verdict(false)} by ${fmtX(x / 2)}`,
-        ])
-      }
+      const floor = s.variants.append.wall.median + idleRt
+      const x = s.variants['ours-warm'].wall.median / floor
+      rows.push([
+        `1. warm fold vs floor, ${s.events} events ${s.label.split(' ')[1]}`,
+        '≤ 2× the floor',
+        `${fmtX(x)} (${fmtUs(s.variants['ours-warm'].wall.median)} vs ${fmtUs(floor)})`,
+        x <= 2 ? verdict(true) : `${verdict(false)} by ${fmtX(x / 2)}`,
+      ])
+    }
+    for (const s of F.sizes.filter((/** @type {any} */ s) => s.n >= 10_000)) {
+      const base = s.variants['baseline-cold'].wall.median
+      const x = base / s.variants['ours-cold'].wall.median
+      rows.push([
+        `1. first fold of a resumed session vs baseline, ${s.events} events ${s.label.split(' ')[1]}`,
+        '≥ 1×',
+        `${fmtX(x)} (${fmtUs(base)} vs ${fmtUs(s.variants['ours-cold'].wall.median)})`,
+        x >= 1 ? verdict(true) : `${verdict(false)} by ${fmtX(1 / x)}`,
+      ])
     }
   }
   const H = R['has-active']
@@ -281,48 +287,43 @@ function render(meta, R) {
     const rt = F.roundTrip
     L.push('## 1. Fold overhead', '')
     L.push(
-      'The whole `rewind` with an instant summarizer, the stores on tmpfs, on identical sessions (each fold on a fresh replay of one recorded session). ' +
-        '**cold**: the plugin meets the session at the fold (first fold in the process, or a resumed session); **warm**: the plugin described the session before its compaction. ' +
-        '**floor** = DSH\'s own replace append of the same replacement on the same session + one Rust→JS callback round trip.',
+      'The whole `rewind` with an instant summarizer, the stores on tmpfs, on identical sessions (each fold on a fresh replay of one recorded session), compacted (the oldest ~70 % of the surface replaced by a summary) and uncompacted (the surface holds every message). ' +
+        '**warm**: a live host (the plugin described the session earlier; the mark is in memory). **cold**: the first fold of a resumed session (the mark was taken by another process, so the store reads its file in the fold, and the plugin meets the session there); the baseline\'s cold fold builds its caches and reads its store file too. ' +
+        '**floor** = DSH\'s own replace append of the same replacement on the same session + one round trip to the addon\'s threads from idle (the hop the durable stamp cannot avoid).',
       '',
     )
-    const idleRt = rt.idle?.roundTrip ?? NaN
-    L.push('| events | surface nodes | folded | baseline | dsh-fold cold | dsh-fold warm | DSH append | floor | floor (idle round trip) | baseline / cold | baseline / warm | warm / floor | cold / floor |')
-    L.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|')
+    L.push('| session | surface nodes | folded | baseline (warm) | dsh-fold warm | baseline cold | dsh-fold cold | DSH append | floor | baseline / warm | warm / floor | baseline cold / cold |')
+    L.push('|---|---|---|---|---|---|---|---|---|---|---|---|')
     for (const s of F.sizes) {
       const v = s.variants
-      const floor = v.append.wall.median + rt.slope
+      const floor = v.append.wall.median + rt.idle.median
       L.push(
-        `| ${s.events} | ${s.nodes} | ${s.region.foldedNodes} nodes, ${(s.region.foldedChars / 1000).toFixed(0)}k chars | ${fmtSpread(v.baseline.wall)} | ${fmtSpread(v['ours-cold'].wall)} | ${fmtSpread(v['ours-warm'].wall)} | ${fmtSpread(v.append.wall)} | ${fmtUs(floor)} | ${fmtUs(v.append.wall.median + idleRt)} | ` +
-          `${fmtX(v.baseline.wall.median / v['ours-cold'].wall.median)} | ${fmtX(v.baseline.wall.median / v['ours-warm'].wall.median)} | ${fmtX(v['ours-warm'].wall.median / floor)} | ${fmtX(v['ours-cold'].wall.median / floor)} |`,
+        `| ${s.events} events, ${s.label.split(' ')[1]} | ${s.nodes} | ${s.region.foldedNodes} nodes, ${(s.region.foldedChars / 1000).toFixed(0)}k chars | ${fmtSpread(v.baseline.wall)} | ${fmtSpread(v['ours-warm'].wall)} | ${fmtSpread(v['baseline-cold'].wall)} | ${fmtSpread(v['ours-cold'].wall)} | ${fmtSpread(v.append.wall)} | ${fmtUs(floor)} | ` +
+          `${fmtX(v.baseline.wall.median / v['ours-warm'].wall.median)} | ${fmtX(v['ours-warm'].wall.median / floor)} | ${fmtX(v['baseline-cold'].wall.median / v['ours-cold'].wall.median)} |`,
       )
     }
     L.push('')
-    L.push(`Iterations per size: ${F.sizes.map((/** @type {any} */ s) => `${s.events} events × ${s.iterations}`).join(', ')} (after warm-ups), variants interleaved.`, '')
-    L.push(
-      `Rust→JS callback round trip: **${fmtUs(rt.slope)}** (slope of \`rewind\` time over its summarize calls, k = ${rt.ks.join(', ')} retries; per-repetition slopes ${fmtSpread(rt.slopeSpread)}); ` +
-        `the rest of a minimal failing \`rewind\` (one call) ${fmtSpread(rt.minimalRewind)}. ` +
-        (rt.idle
-          ? `From idle (the addon's threads parked 30 ms first, as before a real fold): **${fmtUs(rt.idle.roundTrip)}** per round trip (a one-call failing \`rewind\` ${fmtSpread(rt.idle.one)} minus one failing before any call ${fmtSpread(rt.idle.none)}; paired differences ${fmtSpread(rt.idle.pairedRoundTrip)}).`
-          : ''),
-      '',
-    )
+    L.push(`Iterations per shape: ${F.sizes.map((/** @type {any} */ s) => `${s.label} × ${s.iterations}`).join(', ')} (after warm-ups), variants interleaved.`, '')
+    L.push(`Round trip to the addon's threads and back (\`completeFold\` with nothing to stamp): ${fmtSpread(rt.backToBack)} back to back, **${fmtSpread(rt.idle)}** from idle (threads parked 30 ms first).`, '')
     L.push('Paired ratios (each iteration\'s baseline over the same iteration\'s dsh-fold run):', '')
-    L.push('| events | baseline / cold | baseline / warm |', '|---|---|---|')
-    for (const s of F.sizes) L.push(`| ${s.events} | ${fmtX(s.paired.baselineOverCold.median)} [${fmtX(s.paired.baselineOverCold.p10)}–${fmtX(s.paired.baselineOverCold.p90)}] | ${fmtX(s.paired.baselineOverWarm.median)} [${fmtX(s.paired.baselineOverWarm.p10)}–${fmtX(s.paired.baselineOverWarm.p90)}] |`)
-    L.push('')
-    L.push('Where a warm dsh-fold fold spends its time (host callbacks in JS; "addon" is the rest: mark lookup, decode and selection, thread hops, the durable stamp, settling):', '')
-    L.push('| events | snapshot (JS) | summarize (JS) | commit (JS: snapshot, planMatches, append) | addon |', '|---|---|---|---|---|')
+    L.push('| session | baseline / warm | baseline cold / cold |', '|---|---|---|')
     for (const s of F.sizes) {
-      const p = s.warmParts
-      L.push(`| ${s.events} | ${fmtSpread(p.snapshot)} | ${fmtSpread(p.summarize)} | ${fmtSpread(p.commit)} | ${fmtSpread(p.addon)} |`)
+      const p = s.paired
+      L.push(`| ${s.events} events, ${s.label.split(' ')[1]} | ${fmtX(p.baselineOverWarm.median)} [${fmtX(p.baselineOverWarm.p10)}–${fmtX(p.baselineOverWarm.p90)}] | ${fmtX(p.baselineColdOverCold.median)} [${fmtX(p.baselineColdOverCold.p10)}–${fmtX(p.baselineColdOverCold.p90)}] |`)
     }
     L.push('')
-    L.push('Process CPU time per fold (all threads; less sensitive to a busy machine than wall time):', '')
-    L.push('| events | baseline | dsh-fold cold | dsh-fold warm | DSH append |', '|---|---|---|---|---|')
+    L.push('Where a warm dsh-fold fold spends its time (host callbacks in JS; "addon" is the rest: argument conversion, mark lookup, decode and selection, the continuation after the summarizer, the durable stamp\'s round trip, settling):', '')
+    L.push('| session | snapshot (JS) | summarize (JS) | commit (JS: append) | addon |', '|---|---|---|---|---|')
+    for (const s of F.sizes) {
+      const p = s.warmParts
+      L.push(`| ${s.events} events, ${s.label.split(' ')[1]} | ${fmtSpread(p.snapshot)} | ${fmtSpread(p.summarize)} | ${fmtSpread(p.commit)} | ${fmtSpread(p.addon)} |`)
+    }
+    L.push('')
+    L.push('Process CPU time per fold (all threads, background GC included):', '')
+    L.push('| session | baseline | dsh-fold warm | baseline cold | dsh-fold cold | DSH append |', '|---|---|---|---|---|---|')
     for (const s of F.sizes) {
       const v = s.variants
-      L.push(`| ${s.events} | ${fmtSpread(v.baseline.cpu)} | ${fmtSpread(v['ours-cold'].cpu)} | ${fmtSpread(v['ours-warm'].cpu)} | ${fmtSpread(v.append.cpu)} |`)
+      L.push(`| ${s.events} events, ${s.label.split(' ')[1]} | ${fmtSpread(v.baseline.cpu)} | ${fmtSpread(v['ours-warm'].cpu)} | ${fmtSpread(v['baseline-cold'].cpu)} | ${fmtSpread(v['ours-cold'].cpu)} | ${fmtSpread(v.append.cpu)} |`)
     }
     L.push('')
   }

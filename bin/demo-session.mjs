@@ -1,12 +1,12 @@
 /**
  * @module bin/demo-session
- * The demo's session: a real `@deepseek-ai/dsh-session` Session with the events an agent
- * loop appends for a typical debugging investigation — a user request, a checkpoint (marked
+ * The demo's session, built with the package's session builder (bin/session.mjs): a real
+ * `@deepseek-ai/dsh-session` Session with the messages an agent loop appends for a typical
+ * debugging investigation — a user request, a checkpoint (marked
  * mid-call, as the real tool does), parallel reads and a grep, a failing test run, a focused
  * read, and the concluding step that calls `rewind`.
  */
-import { CallId, createAssistantMessage, createToolResultMessage, createUserMessage } from '@deepseek-ai/dsh-llm'
-import { Session, SessionId } from '@deepseek-ai/dsh-session'
+import { SessionBuilder } from './session.mjs'
 
 const LEXER = `//! Tokenizer for the expression language.
 use crate::span::Span;
@@ -173,37 +173,34 @@ const IDENT = `    fn ident(&mut self) -> Token {
  * @param {(session: any) => Promise<unknown>} mark
  */
 export async function buildDemoSession(mark) {
-  const session = Session.create(SessionId('demo-session'))
-  let step = 0
-  const user = (text) => session.append('user/message', createUserMessage({ content: [{ type: 'text', text }], source: { kind: 'user' } }), { surfaceOp: 'append' })
-  const assistant = (text, calls) => {
-    step++
-    const content = []
-    if (text) content.push({ type: 'text', text })
-    for (const [id, name, args] of calls) content.push({ type: 'tool-call', id: CallId(id), name, arguments: JSON.stringify(args) })
-    session.append('assistant/message', { turn: 1, step, message: createAssistantMessage({ content, source: { provider: 'deepseek', model: 'deepseek-chat' } }) }, { surfaceOp: 'append' })
-  }
-  const result = (id, text, isError = false) =>
-    session.append('tool/result', { turn: 1, step, message: createToolResultMessage({ callId: CallId(id), content: [{ type: 'text', text }], isError }) }, { surfaceOp: 'append' })
-
-  session.append('turn/start', { turn: 1 })
-  user('`cargo test -p parser` fails since the unicode tests landed. Find out why and fix it.')
-  assistant('This needs a look at the lexer and the failing tests first; marking the investigation.', [['call_ckpt', 'checkpoint', { objective: 'find why cargo test -p parser fails' }]])
-  const marked = await mark(session)
-  result('call_ckpt', JSON.stringify(marked))
-  assistant('', [
-    ['call_read', 'read', { path: 'crates/parser/src/lexer.rs' }],
-    ['call_grep', 'grep', { pattern: 'is_ascii_al', path: 'crates/' }],
-  ])
-  result('call_read', LEXER)
-  result('call_grep', GREP)
-  assistant('The lexer only accepts ASCII letters. Running the tests to see the exact failures.', [['call_test', 'bash', { command: 'cargo test -p parser' }]])
-  result('call_test', TEST_RUN, true)
-  assistant('', [['call_ident', 'read', { path: 'crates/parser/src/lexer.rs', offset: 59, limit: 7 }]])
-  result('call_ident', IDENT)
-  assistant(
-    'Found it: `Lexer::ident` and the dispatch in `tokenize` use `is_ascii_alphabetic`/`is_ascii_alphanumeric`, so `été` and `π` are rejected with `LexError::Unexpected`. The fix is to use `unicode_ident::is_xid_start`/`is_xid_continue` in crates/parser/src/lexer.rs lines 37 and 61. Folding the investigation before editing.',
-    [['call_rewind', 'rewind', {}]],
-  )
-  return { session, rewindCallId: 'call_rewind' }
+  const b = new SessionBuilder('demo-session', { model: { provider: 'deepseek', model: 'deepseek-chat' } })
+  b.turnStart()
+  b.user('`cargo test -p parser` fails since the unicode tests landed. Find out why and fix it.')
+  b.assistant({
+    text: 'This needs a look at the lexer and the failing tests first; marking the investigation.',
+    calls: [{ id: 'call_ckpt', name: 'checkpoint', args: { objective: 'find why cargo test -p parser fails' } }],
+  })
+  const marked = await mark(b.session)
+  b.result('call_ckpt', JSON.stringify(marked))
+  b.step++
+  b.assistant({
+    calls: [
+      { id: 'call_read', name: 'read', args: { path: 'crates/parser/src/lexer.rs' } },
+      { id: 'call_grep', name: 'grep', args: { pattern: 'is_ascii_al', path: 'crates/' } },
+    ],
+  })
+  b.result('call_read', LEXER)
+  b.result('call_grep', GREP)
+  b.step++
+  b.assistant({ text: 'The lexer only accepts ASCII letters. Running the tests to see the exact failures.', calls: [{ id: 'call_test', name: 'bash', args: { command: 'cargo test -p parser' } }] })
+  b.result('call_test', TEST_RUN, true)
+  b.step++
+  b.assistant({ calls: [{ id: 'call_ident', name: 'read', args: { path: 'crates/parser/src/lexer.rs', offset: 59, limit: 7 } }] })
+  b.result('call_ident', IDENT)
+  b.step++
+  b.assistant({
+    text: 'Found it: `Lexer::ident` and the dispatch in `tokenize` use `is_ascii_alphabetic`/`is_ascii_alphanumeric`, so `été` and `π` are rejected with `LexError::Unexpected`. The fix is to use `unicode_ident::is_xid_start`/`is_xid_continue` in crates/parser/src/lexer.rs lines 37 and 61. Folding the investigation before editing.',
+    calls: [{ id: 'call_rewind', name: 'rewind', args: {} }],
+  })
+  return { session: b.session, rewindCallId: 'call_rewind' }
 }

@@ -28,7 +28,8 @@ import { randomUUID } from 'node:crypto'
 import { compactCheckpointSource } from '@deepseek-ai/dsh-compaction'
 import { errorChain } from '@deepseek-ai/dsh-llm'
 
-import { eventLog, visibleChars } from './surface.js'
+import { visibleChars } from './meter.js'
+import { eventLog } from './surface.js'
 
 /** Characters per token of the fallback price (DSH's meter uses the same density). */
 const CHARS_PER_TOKEN = 4

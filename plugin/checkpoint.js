@@ -28,7 +28,7 @@ import { describeSession } from './surface.js'
  * @property {number} maxAgeDays marks older than this are pruned
  */
 export const Config = Schema.object({
-  toolName: Schema.string().pattern(/^[a-zA-Z0-9_-]{1,64}$/).default('checkpoint').description('Model-facing tool name.'),
+  toolName: Schema.string().min(1).default('checkpoint').description("Model-facing tool name (any name DSH's tool registry takes)."),
   store: Schema.string().description('Checkpoint store file. Default: $DSH_HOME/storages/checkpoint.json (DSH_HOME defaults to ~/.dsh).'),
   maxMarksPerSession: Schema.natural().min(1).max(100000).default(64).description('Newest marks kept per session; older ones are pruned.'),
   maxAgeDays: Schema.number().min(0.001).max(36500).default(30).description('Marks older than this many days are pruned.'),
@@ -74,9 +74,13 @@ export default class CheckpointService extends Service {
     return marked
   }
 
-  /** @param {string} sessionId */
+  /**
+   * The session's newest mark (folded or not), or `undefined` when it has none — the
+   * reference's contract, which its rewind checks with `=== undefined`.
+   * @param {string} sessionId
+   */
   latestMark(sessionId) {
-    return addon.latestMark(this.store, sessionId)
+    return addon.latestMark(this.store, sessionId).then((mark) => mark ?? undefined)
   }
 
   /** @param {string} sessionId @returns {Promise<boolean>} */

@@ -21,6 +21,29 @@ const NEXT_STEP = {
 export const isRewindError = (/** @type {unknown} */ e) => addon.isFoldError(e)
 
 /**
+ * A classified rewind failure, as the reference exports it: `code` is the stable contract
+ * (`NO_CHECKPOINT`, `EMPTY_REGION`, `UNBALANCED`, `FOLD_IN_PROGRESS`, `CHANGED`, `SHRINK`, and
+ * dsh-fold's own: `SUMMARIZE_FAILED`, `ABORTED`, `HOST_FAILED`, `STORE_*`, `INVALID_ARGUMENT`).
+ * The addon builds its errors natively (`name` 'FoldError'); they are instances of this class
+ * too (`instanceof` asks `isRewindError`), so `e instanceof RewindError` holds for every coded
+ * rejection of `ctx.rewind` and `ctx.checkpoint`.
+ */
+export class RewindError extends Error {
+  /** @param {string} code @param {string} message @param {ErrorOptions} [options] */
+  constructor(code, message, options) {
+    super(message, options)
+    this.name = 'RewindError'
+    /** @readonly */
+    this.code = code
+  }
+
+  /** @param {unknown} value */
+  static [Symbol.hasInstance](value) {
+    return Function.prototype[Symbol.hasInstance].call(this, value) || (this === RewindError && isRewindError(value))
+  }
+}
+
+/**
  * The `Error` a tool throws for a failure, so the model reads `CODE: message next-step`.
  * @param {unknown} e
  */

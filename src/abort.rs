@@ -1,11 +1,9 @@
-//! The bridge from a JS `AbortSignal` to the core's [`Abort`] flag.
+//! The bridge from a JS `AbortSignal` to a fold: a listener on the signal's `abort` event.
 //!
-//! napi's own `AbortSignal` type only fits tasks, not a future that awaits JS callbacks, so the
-//! binding listens to the signal's `abort` event instead. The listener is removed, and the
-//! reference to the signal released, when the fold settles: a long-lived signal must not keep a
-//! dead listener, and an `ObjectRef` is not released by `Drop`.
+//! napi's own `AbortSignal` type only fits tasks, so the binding listens to the event itself. The
+//! listener is removed, and the reference to the signal released, when the fold settles: a
+//! long-lived signal must not keep a dead listener, and an `ObjectRef` is not released by `Drop`.
 
-use fold_core::fold::Abort;
 use fold_core::FoldError;
 use napi::bindgen_prelude::*;
 use napi::{Env, ValueType};
@@ -18,12 +16,18 @@ type ListenerFn<'a> = Function<'a, FnArgs<(&'a str, Function<'a, (), ()>)>, ()>;
 /// A signal the fold is listening to.
 pub struct SignalListener {
     signal: ObjectRef<false>,
-    listener: Option<FunctionRef<(), ()>>,
+    listener: FunctionRef<(), ()>,
 }
 
-/// Checks that `signal` looks like an `AbortSignal` (`aborted`, `addEventListener`,
-/// `removeEventListener`), before anything is attached to it.
-pub fn check(signal: &Object<'_>) -> napi::Result<std::result::Result<(), FoldError>> {
+/// The signal in `options.signal`, checked to look like an `AbortSignal` (`aborted`,
+/// `addEventListener`, `removeEventListener`) before anything is attached to it.
+pub fn signal<'e>(v: &Unknown<'e>) -> napi::Result<std::result::Result<Option<Object<'e>>, FoldError>> {
+    match v.get_type()? {
+        ValueType::Undefined | ValueType::Null => return Ok(Ok(None)),
+        ValueType::Object => {}
+        _ => return Ok(Err(FoldError::invalid("options.signal must be an AbortSignal"))),
+    }
+    let signal = convert::cast::<Object>(v)?;
     let aborted: Unknown = signal.get_named_property("aborted")?;
     let add: Unknown = signal.get_named_property("addEventListener")?;
     let remove: Unknown = signal.get_named_property("removeEventListener")?;
@@ -32,33 +36,36 @@ pub fn check(signal: &Object<'_>) -> napi::Result<std::result::Result<(), FoldEr
             && add.get_type()? == ValueType::Function
             && remove.get_type()? == ValueType::Function
         {
-            Ok(())
+            Ok(Some(signal))
         } else {
             Err(FoldError::invalid("options.signal must be an AbortSignal"))
         },
     )
 }
 
+/// Whether the signal has already fired.
+pub fn aborted(signal: &Object<'_>) -> napi::Result<bool> {
+    let aborted: Unknown = signal.get_named_property("aborted")?;
+    convert::cast::<bool>(&aborted)
+}
+
+/// The signal's `reason`.
+pub fn reason<'e>(signal: &Object<'e>) -> napi::Result<Unknown<'e>> {
+    signal.get_named_property("reason")
+}
+
 impl SignalListener {
-    /// Fires `abort` now if the signal already aborted, else when its `abort` event comes.
-    pub fn attach(env: &Env, signal: &Object<'_>, abort: &Abort) -> napi::Result<Self> {
-        let aborted: Unknown = signal.get_named_property("aborted")?;
-        let mut listener = None;
-        if convert::cast::<bool>(&aborted)? {
-            abort.fire();
-        } else {
-            let fire = abort.clone();
-            let f = env.create_function_from_closure::<(), (), _>("onAbort", move |_| {
-                fire.fire();
-                Ok(())
-            })?;
-            let add: ListenerFn = signal.get_named_property("addEventListener")?;
-            add.apply(signal, FnArgs::from(("abort", f)))?;
-            listener = Some(f.create_ref()?);
-        }
+    /// Calls `on_abort` (on the JS thread) when the signal's `abort` event comes.
+    pub fn attach(env: &Env, signal: &Object<'_>, on_abort: impl Fn(&Env) + 'static) -> napi::Result<Self> {
+        let f = env.create_function_from_closure::<(), (), _>("onAbort", move |ctx| {
+            on_abort(ctx.env);
+            Ok(())
+        })?;
+        let add: ListenerFn = signal.get_named_property("addEventListener")?;
+        add.apply(signal, FnArgs::from(("abort", f)))?;
         Ok(Self {
             signal: signal.create_ref::<false>()?,
-            listener,
+            listener: f.create_ref()?,
         })
     }
 
@@ -66,10 +73,8 @@ impl SignalListener {
     pub fn detach<'e>(self, env: &'e Env) -> napi::Result<Unknown<'e>> {
         let signal = self.signal.get_value(env)?;
         self.signal.unref(env)?;
-        if let Some(listener) = &self.listener {
-            let remove: ListenerFn = signal.get_named_property("removeEventListener")?;
-            remove.apply(signal, FnArgs::from(("abort", listener.borrow_back(env)?)))?;
-        }
-        signal.get_named_property("reason")
+        let remove: ListenerFn = signal.get_named_property("removeEventListener")?;
+        remove.apply(signal, FnArgs::from(("abort", self.listener.borrow_back(env)?)))?;
+        reason(&signal)
     }
 }

@@ -83,6 +83,83 @@ pub fn settled<'e, V: ToNapiValue>(env: &'e Env, result: CoreResult<V>) -> napi:
     }
 }
 
+/// A promise created now and settled later, on the JS thread (a fold driven by JS continuations).
+/// It must be settled exactly once: a `Deferred` dropped unsettled leaks its promise.
+pub struct Deferred(napi::sys::napi_deferred);
+
+impl Deferred {
+    /// A new promise and the handle that settles it.
+    pub fn new(env: &Env) -> napi::Result<(Self, Object<'_>)> {
+        let mut deferred = std::ptr::null_mut();
+        let mut promise = std::ptr::null_mut();
+        #[allow(unsafe_code, reason = "Node-API promise creation on this env's thread")]
+        unsafe {
+            napi::check_status!(
+                napi::sys::napi_create_promise(env.raw(), &mut deferred, &mut promise),
+                "failed to create the rewind promise"
+            )?;
+            Ok((Self(deferred), Object::from_raw(env.raw(), promise)))
+        }
+    }
+
+    /// Resolves the promise with `value`.
+    pub fn resolve<V: ToNapiValue>(self, env: &Env, value: V) -> napi::Result<()> {
+        #[allow(
+            unsafe_code,
+            reason = "the deferred of a promise of this env, settled once, on its thread"
+        )]
+        unsafe {
+            let value = V::to_napi_value(env.raw(), value)?;
+            napi::check_status!(
+                napi::sys::napi_resolve_deferred(env.raw(), self.0, value),
+                "failed to resolve the rewind promise"
+            )
+        }
+    }
+
+    /// Rejects the promise with `value` (an `Error`, or whatever a signal's reason is).
+    pub fn reject(self, env: &Env, value: napi::sys::napi_value) -> napi::Result<()> {
+        #[allow(
+            unsafe_code,
+            reason = "the deferred of a promise of this env, settled once, on its thread"
+        )]
+        unsafe {
+            napi::check_status!(
+                napi::sys::napi_reject_deferred(env.raw(), self.0, value),
+                "failed to reject the rewind promise"
+            )
+        }
+    }
+}
+
+/// The message of a value a callback threw or rejected with, read without coercing it (a
+/// Symbol, a Proxy or a getter that throws cannot escape).
+pub fn reason_of(value: Unknown<'_>) -> String {
+    napi::Error::from_unknown_without_coercion(value).reason
+}
+
+/// Unwraps a conversion result or returns a promise rejected with its error.
+macro_rules! arg_or_reject {
+    ($env:expr, $conv:expr) => {
+        match $conv? {
+            Ok(v) => v,
+            Err(e) => return $crate::convert::rejected($env, e),
+        }
+    };
+}
+pub(crate) use arg_or_reject;
+
+/// Unwraps a conversion result or throws its error.
+macro_rules! arg_or_throw {
+    ($env:expr, $conv:expr) => {
+        match $conv? {
+            Ok(v) => v,
+            Err(e) => return Err($crate::convert::throw($env, &e)),
+        }
+    };
+}
+pub(crate) use arg_or_throw;
+
 /// A promise already rejected with `err` (bad arguments of an async export).
 pub fn rejected<'e, V: ToNapiValue>(env: &'e Env, err: FoldError) -> napi::Result<PromiseRaw<'e, V>> {
     settled(env, Err(err))
@@ -106,24 +183,26 @@ fn type_of(v: &Unknown<'_>) -> napi::Result<ValueType> {
     v.get_type()
 }
 
-/// Calls `f` with `this` and no arguments, on the JS thread. `Err` carries whatever it threw,
+/// Calls `f` with `this` and `args`, on the JS thread. `Err` carries whatever it threw,
 /// untouched: napi-rs's `Function::call` turns a throw into an error by coercing the thrown
 /// value to a string, which loses a primitive (Node-API < 10 cannot reference it: "Create Error
 /// reference failed") and, for a Symbol, leaves a second exception pending that then escapes
 /// the caller synchronously.
 pub fn call_catching<'e>(
     env: &'e Env,
-    this: &Object<'e>,
-    f: &Unknown<'e>,
+    this: napi::sys::napi_value,
+    f: napi::sys::napi_value,
+    args: impl JsValuesTupleIntoVec,
 ) -> napi::Result<std::result::Result<Unknown<'e>, Unknown<'e>>> {
     let raw_env = env.raw();
+    let args = args.into_vec(raw_env)?;
     let mut ret = std::ptr::null_mut();
     #[allow(
         unsafe_code,
         reason = "plain Node-API calls on values of this env, on its thread; the exception is cleared before anything else runs"
     )]
     unsafe {
-        match napi::sys::napi_call_function(raw_env, this.raw(), f.raw(), 0, std::ptr::null(), &mut ret) {
+        match napi::sys::napi_call_function(raw_env, this, f, args.len(), args.as_ptr(), &mut ret) {
             napi::sys::Status::napi_ok => Ok(Ok(Unknown::from_raw_unchecked(raw_env, ret))),
             napi::sys::Status::napi_pending_exception => {
                 let mut thrown = std::ptr::null_mut();
@@ -136,14 +215,6 @@ pub fn call_catching<'e>(
             status => Err(napi::Error::new(Status::from(status), "failed to call a host callback")),
         }
     }
-}
-
-/// The JS value a callback threw or rejected with, as captured in `err`: the very value (an
-/// `Error`, a string, a Symbol...) when `err` still references it on this thread, else an
-/// `Error` rebuilt from it. (`JsError::from(err)` hands back only `Error` objects and turns
-/// every other thrown value into a new `Error`.)
-pub fn thrown_value(env: &Env, err: napi::Error) -> napi::Result<Unknown<'_>> {
-    err.into_unknown(env)
 }
 
 /// A required string argument.

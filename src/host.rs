@@ -1,249 +1,337 @@
-//! The fold host implemented with JS callbacks.
+//! The JS side of a fold, called on the JS thread: the host's callbacks and the checkpoint source.
 //!
-//! | Rust (`FoldHost`)   | JS (`RewindHost`)                                              |
-//! |---------------------|----------------------------------------------------------------|
-//! | `snapshot()`        | `snapshot(): Uint32Array` — called once, synchronously, by `rewind` itself |
-//! | `summarize(r, n)`   | `summarize(region, attempt): Promise<string \| {text, finish?, usage?}>` |
-//! | `commit(plan)`      | `commit(plan): 'committed' \| 'changed'` — synchronous         |
+//! | core step            | JS                                                                   |
+//! |----------------------|----------------------------------------------------------------------|
+//! | `Step::Snapshot`     | `host.snapshot(anchor): Uint32Array`                                 |
+//! | `Step::Summarize`    | `host.summarize(region, attempt): Promise<string \| SummaryReply>`  |
+//! | `Step::Commit`       | `host.commit(plan): 'committed' \| 'changed'` — synchronous          |
+//! | the mark             | the store's memory, or `checkpoint.latestMark(sessionId)`            |
+//! | `Step::Stamp`        | the store, off the JS thread, or `checkpoint.completeFold(id, mark)` |
 //!
-//! Callbacks run through threadsafe functions with `call_async_catch`, so a synchronous throw
-//! is an error value here rather than a process abort. Whatever a callback throws or rejects
-//! with is kept (`cause`) so the caller sees its own error inside the coded one.
+//! Every call catches what the callback throws, so a throw becomes a coded rejection with the
+//! thrown value as `cause`, never an exception escaping the addon. A callback's own mistakes
+//! (a snapshot that is not a `Uint32Array`, a summarize that returns no native `Promise`, a
+//! commit that answers something else) are classified the same way.
 
-use std::sync::{Arc, Mutex};
-
-use fold_core::fold::{Commit, FoldHost, FoldPlan as CorePlan, FoldRequest, Summary};
+use fold_core::fold::{Anchor, Commit, FoldPlan as CorePlan, FoldRequest, Summary};
 use fold_core::FoldError;
 use napi::bindgen_prelude::*;
-use napi::threadsafe_function::ThreadsafeFunction;
-use napi_derive::napi;
+use napi::{Env, ValueType};
 
-/// The region handed to `summarize`.
-#[napi(object)]
-pub struct FoldRegion {
-    pub mark_id: i64,
-    /// The mark's log length (the fold anchor).
-    pub anchor: i64,
-    /// Seq of the first and last folded node.
-    pub start: u32,
-    pub end: u32,
-    /// The folded nodes' seqs in model order; also the replacement's `sourceEventSeqs`.
-    pub seqs: Uint32Array,
-    pub folded_nodes: u32,
-    /// Model-visible text the region holds (UTF-16 units).
-    pub folded_chars: i64,
-}
+use crate::convert::{self, call_catching, reason_of, CoreResult};
+use crate::types::{FoldPlan, FoldRegion, SummaryReply, TokenPrices};
 
-/// What `commit` must append: a `user/message` with `surfaceOp: {op:'replace', start, end}`
-/// and `sourceEventSeqs: seqs`, carrying `report`, if `planMatches(plan, snapshot)` still holds.
-#[napi(object)]
-pub struct FoldPlan {
-    pub mark_id: i64,
-    pub anchor: i64,
-    pub start: u32,
-    pub end: u32,
-    pub seqs: Uint32Array,
-    pub folded_nodes: u32,
-    pub folded_chars: i64,
-    pub report: String,
-    pub report_chars: i64,
-}
+/// Largest mark id a foreign checkpoint service may hand back (a JS number's exact integers).
+const MAX_MARK_ID: f64 = 9_007_199_254_740_991.0;
+/// Largest log length (seqs are 32-bit in the snapshot format).
+const MAX_LOG_LENGTH: f64 = u32::MAX as f64 - 1.0;
 
-/// Token usage a summarizer may report; used in the message when every attempt was empty.
-#[napi(object)]
-pub struct SummaryUsage {
-    pub output_tokens: Option<f64>,
-    pub reasoning_tokens: Option<f64>,
-}
+/// A failure of a JS callback: the coded error, and the value it threw or rejected with.
+pub type Failure<'e> = (FoldError, Option<Unknown<'e>>);
 
-/// What `summarize` resolves to (or just the report string).
-#[napi(object)]
-pub struct SummaryReply {
-    pub text: String,
-    /// The completion's finish reason, e.g. `stop` or `length`.
-    pub finish: Option<String>,
-    pub usage: Option<SummaryUsage>,
-}
-
-pub fn region_of(request: &FoldRequest) -> FoldRegion {
-    let r = &request.region;
-    FoldRegion {
-        mark_id: request.mark_id as i64,
-        anchor: request.anchor as i64,
-        start: r.start(),
-        end: r.end(),
-        seqs: Uint32Array::new(r.seqs.clone()),
-        folded_nodes: r.seqs.len() as u32,
-        folded_chars: r.folded_chars as i64,
-    }
-}
-
-/// The type of what the callback `name` returned, read without converting it.
-///
-/// # Safety
-/// `env` and `value` are the live handles napi passes to `from_napi_value`.
-#[allow(unsafe_code, reason = "napi_typeof only inspects the value")]
-unsafe fn type_of(env: napi::sys::napi_env, value: napi::sys::napi_value, name: &str) -> Result<ValueType> {
-    let mut kind = 0;
-    napi::check_status!(
-        unsafe { napi::sys::napi_typeof(env, value, &mut kind) },
-        "failed to read the type of what {} returned",
-        name
-    )?;
-    Ok(ValueType::from(kind))
-}
-
-/// What `summarize` returned. Only a native `Promise` is awaited: napi's `Promise` conversion
-/// calls `.then` and `.catch` on whatever it is given, and on `undefined`, `null` or a thenable
-/// whose `then` returns nothing that throws inside the threadsafe call, where nothing catches
-/// it: an uncaught exception (a deprecation warning today, fatal under Node's strict N-API
-/// exception policy). Anything else is refused without being touched, as `SUMMARIZE_FAILED`.
-pub enum SummaryReturn {
-    Pending(Promise<Either<String, SummaryReply>>),
-    NotAPromise(ValueType),
-}
-
-impl FromNapiValue for SummaryReturn {
-    #[allow(
-        unsafe_code,
-        reason = "napi_is_promise and napi_typeof only inspect the value; Promise's own conversion runs only on a native promise"
-    )]
-    unsafe fn from_napi_value(env: napi::sys::napi_env, value: napi::sys::napi_value) -> Result<Self> {
-        let mut is_promise = false;
-        napi::check_status!(
-            unsafe { napi::sys::napi_is_promise(env, value, &mut is_promise) },
-            "failed to check whether summarize returned a promise"
-        )?;
-        if is_promise {
-            return Ok(Self::Pending(unsafe { Promise::from_napi_value(env, value) }?));
-        }
-        Ok(Self::NotAPromise(unsafe { type_of(env, value, "summarize") }?))
-    }
-}
-
-pub type SummarizeFn =
-    ThreadsafeFunction<FnArgs<(FoldRegion, u32)>, SummaryReturn, FnArgs<(FoldRegion, u32)>, Status, false>;
-
-/// What `commit` returned: its answer, or the type of whatever else it returned (a Promise, from
-/// an `async` commit, is the likely mistake: the append may have run, the answer is unknown).
-pub enum CommitReturn {
-    Answer(String),
-    NotAString(ValueType),
-}
-
-impl FromNapiValue for CommitReturn {
-    #[allow(
-        unsafe_code,
-        reason = "napi_typeof only inspects the value; String's conversion runs only on a string"
-    )]
-    unsafe fn from_napi_value(env: napi::sys::napi_env, value: napi::sys::napi_value) -> Result<Self> {
-        match unsafe { type_of(env, value, "commit") }? {
-            ValueType::String => Ok(Self::Answer(unsafe { String::from_napi_value(env, value) }?)),
-            other => Ok(Self::NotAString(other)),
-        }
-    }
-}
-
-pub type CommitFn = ThreadsafeFunction<FoldPlan, CommitReturn, FoldPlan, Status, false>;
-
-/// The JS value a callback failed with, kept for the rejection's `cause`.
-pub type Cause = Arc<Mutex<Option<napi::Error>>>;
-
+/// The host's three callbacks, kept across the fold's continuations.
 pub struct JsHost {
-    pub snapshot: Option<Vec<u32>>,
-    pub summarize: SummarizeFn,
-    pub commit: CommitFn,
-    pub cause: Cause,
+    this: ObjectRef<false>,
+    snapshot: FunctionRef<(), ()>,
+    summarize: FunctionRef<(), ()>,
+    commit: FunctionRef<(), ()>,
+}
+
+/// A referenced function of `obj` named `name`, or the argument error.
+fn method(obj: &Object<'_>, owner: &str, name: &str) -> napi::Result<CoreResult<FunctionRef<(), ()>>> {
+    let f: Unknown = obj.get_named_property(name)?;
+    if f.get_type()? != ValueType::Function {
+        return Ok(Err(FoldError::invalid(format!("{owner}.{name} must be a function"))));
+    }
+    Ok(Ok(convert::cast::<Function<(), ()>>(&f)?.create_ref()?))
 }
 
 impl JsHost {
-    fn keep(&self, err: napi::Error) {
-        *self.cause.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(err);
+    /// Reads `host`'s callbacks (they are checked now, before anything else runs).
+    pub fn new(host: &Unknown<'_>) -> napi::Result<CoreResult<Self>> {
+        if host.get_type()? != ValueType::Object {
+            return Ok(Err(FoldError::invalid(
+                "host must be an object with snapshot, summarize and commit functions",
+            )));
+        }
+        let obj = convert::cast::<Object>(host)?;
+        let mut fns = Vec::with_capacity(3);
+        for name in ["snapshot", "summarize", "commit"] {
+            match method(&obj, "host", name)? {
+                Ok(f) => fns.push(f),
+                Err(e) => return Ok(Err(e)),
+            }
+        }
+        let commit = fns.pop().expect("three");
+        let summarize = fns.pop().expect("three");
+        let snapshot = fns.pop().expect("three");
+        Ok(Ok(Self {
+            this: obj.create_ref::<false>()?,
+            snapshot,
+            summarize,
+            commit,
+        }))
+    }
+
+    /// Releases the host object (the functions release themselves).
+    pub fn release(self, env: &Env) -> napi::Result<()> {
+        self.this.unref(env)
+    }
+
+    fn call<'e>(
+        &self,
+        env: &'e Env,
+        f: &FunctionRef<(), ()>,
+        args: impl JsValuesTupleIntoVec,
+    ) -> napi::Result<std::result::Result<Unknown<'e>, Unknown<'e>>> {
+        let this = self.this.get_value(env)?;
+        call_catching(env, this.raw(), f.borrow_back(env)?.raw(), args)
+    }
+
+    /// The surface now, for a fold from `anchor`.
+    pub fn snapshot<'e>(&self, env: &'e Env, anchor: u64) -> napi::Result<std::result::Result<Vec<u32>, Failure<'e>>> {
+        Ok(match self.call(env, &self.snapshot, FnArgs::from((anchor as f64,)))? {
+            Ok(v) => match convert::snapshot(&v)? {
+                Ok(words) => Ok(words),
+                Err(e) => Err((
+                    FoldError::HostFailed(format!("host.snapshot() returned garbage: {e}")),
+                    None,
+                )),
+            },
+            Err(thrown) => Err((
+                FoldError::HostFailed(format!("host.snapshot() threw: {}", reason_or_cause(thrown))),
+                Some(thrown),
+            )),
+        })
+    }
+
+    /// Asks for a report; the native promise `summarize` returned.
+    pub fn summarize<'e>(
+        &self,
+        env: &'e Env,
+        request: &FoldRequest,
+        attempt: u32,
+    ) -> napi::Result<std::result::Result<Object<'e>, Failure<'e>>> {
+        let args = FnArgs::from((FoldRegion::from(request), attempt));
+        Ok(match self.call(env, &self.summarize, args)? {
+            Ok(v) if v.is_promise()? => Ok(convert::cast::<Object>(&v)?),
+            // Only a native Promise is awaited: a thenable's `then` is user code that may never
+            // call back, or call back twice.
+            Ok(v) => Err((
+                FoldError::SummarizeFailed(format!(
+                    "summarization failed: summarize must return a Promise of a string or {{text}}, got {}; \
+                     nothing was folded and the mark is still active",
+                    type_name(&v)?
+                )),
+                None,
+            )),
+            Err(thrown) => Err((summarize_failed(thrown), Some(thrown))),
+        })
+    }
+
+    /// Commits `plan` in one synchronous step.
+    pub fn commit<'e>(&self, env: &'e Env, plan: &CorePlan) -> napi::Result<std::result::Result<Commit, Failure<'e>>> {
+        Ok(
+            match self.call(env, &self.commit, FnArgs::from((FoldPlan::from(plan),)))? {
+                Ok(v) if v.get_type()? == ValueType::String => match convert::cast::<String>(&v)?.as_str() {
+                    "committed" => Ok(Commit::Committed),
+                    "changed" => Ok(Commit::Changed),
+                    other => Err((
+                        FoldError::HostFailed(format!(
+                            "commit must return 'committed' or 'changed', got {other:?}; the fold state is unknown"
+                        )),
+                        None,
+                    )),
+                },
+                Ok(v) => Err((
+                    FoldError::HostFailed(format!(
+                        "commit must synchronously return 'committed' or 'changed', got {}; the fold state is unknown \
+                     (if the report was appended, the next rewind finishes the fold)",
+                        type_name(&v)?
+                    )),
+                    None,
+                )),
+                Err(thrown) => Err((
+                    FoldError::HostFailed(format!("commit failed: {}", reason_or_cause(thrown))),
+                    Some(thrown),
+                )),
+            },
+        )
     }
 }
 
-impl FoldHost for JsHost {
-    async fn snapshot(&mut self) -> std::result::Result<Vec<u32>, FoldError> {
-        self.snapshot
-            .take()
-            .ok_or_else(|| FoldError::HostFailed("the surface snapshot was already consumed".into()))
-    }
+/// The JS type of `v`, as `typeof` would name it (`null` for null).
+fn type_name(v: &Unknown<'_>) -> napi::Result<String> {
+    Ok(format!("{}", v.get_type()?).to_lowercase())
+}
 
-    async fn summarize(&mut self, request: &FoldRequest, attempt: u32) -> std::result::Result<Summary, FoldError> {
-        let args = FnArgs::from((region_of(request), attempt));
-        let outcome = match self.summarize.call_async_catch(args).await {
-            Ok(SummaryReturn::Pending(promise)) => promise.await,
-            Ok(SummaryReturn::NotAPromise(kind)) => {
-                return Err(FoldError::SummarizeFailed(format!(
-                    "summarization failed: summarize must return a Promise of a string or {{text}}, \
-                     got {}; nothing was folded and the mark is still active",
-                    format!("{kind}").to_lowercase()
-                )))
-            }
-            Err(e) => Err(e),
-        };
-        match outcome {
-            Ok(Either::A(text)) => Ok(Summary {
-                text,
+/// A thrown value's message, or a pointer to `cause` when it is not an `Error`.
+fn reason_or_cause(thrown: Unknown<'_>) -> String {
+    let reason = reason_of(thrown);
+    if reason.is_empty() {
+        "a value that is not an Error (see cause)".into()
+    } else {
+        reason
+    }
+}
+
+/// The coded error for a summarizer that threw or rejected with `thrown`.
+pub fn summarize_failed(thrown: Unknown<'_>) -> FoldError {
+    let reason = reason_of(thrown);
+    FoldError::SummarizeFailed(format!(
+        "summarization failed: {}; nothing was folded and the mark is still active",
+        if reason.is_empty() {
+            "the summarizer threw or rejected a value that is not an Error (see cause)"
+        } else {
+            &reason
+        }
+    ))
+}
+
+/// What a `summarize` promise resolved to, as the core's [`Summary`].
+pub fn summary(value: &Unknown<'_>) -> napi::Result<CoreResult<Summary>> {
+    let wrong = || {
+        FoldError::SummarizeFailed(
+            "summarization failed: summarize must resolve to a string or {text, finish?, usage?, tokens?}; \
+             nothing was folded and the mark is still active"
+                .into(),
+        )
+    };
+    match value.get_type()? {
+        ValueType::String => {
+            return Ok(Ok(Summary {
+                text: convert::cast::<String>(value)?,
                 ..Summary::default()
-            }),
-            Ok(Either::B(reply)) => Ok(Summary {
-                text: reply.text,
-                finish: reply.finish,
-                output_tokens: reply.usage.as_ref().and_then(|u| u.output_tokens).map(|t| t as u64),
-                reasoning_tokens: reply.usage.as_ref().and_then(|u| u.reasoning_tokens).map(|t| t as u64),
-            }),
-            Err(e) => {
-                let message = format!(
-                    "summarization failed: {}; nothing was folded and the mark is still active",
-                    if e.reason.is_empty() {
-                        "the summarizer threw or rejected a value that is not an Error (see cause)"
-                    } else {
-                        &e.reason
-                    }
-                );
-                self.keep(e);
-                Err(FoldError::SummarizeFailed(message))
-            }
+            }))
         }
+        ValueType::Object => {}
+        _ => return Ok(Err(wrong())),
+    }
+    let Ok(reply) = convert::cast::<SummaryReply>(value) else {
+        return Ok(Err(wrong()));
+    };
+    let tokens = match reply.tokens.as_ref().map(TokenPrices::to_core) {
+        None => None,
+        Some(Some(t)) => Some(t),
+        Some(None) => {
+            return Ok(Err(FoldError::SummarizeFailed(
+                "summarization failed: tokens.region and tokens.report must be integers from 0 to 2^53 - 1; \
+                 nothing was folded and the mark is still active"
+                    .into(),
+            )))
+        }
+    };
+    let usage = reply.usage.as_ref();
+    Ok(Ok(Summary {
+        text: reply.text,
+        finish: reply.finish,
+        output_tokens: usage.and_then(|u| u.output_tokens).map(|t| t as u64),
+        reasoning_tokens: usage.and_then(|u| u.reasoning_tokens).map(|t| t as u64),
+        tokens,
+    }))
+}
+
+impl TokenPrices {
+    /// The core's prices, when both are integers a JS number holds exactly.
+    fn to_core(&self) -> Option<fold_core::fold::TokenPrices> {
+        let whole = |v: f64| (v.fract() == 0.0 && (0.0..=MAX_MARK_ID).contains(&v)).then_some(v as u64);
+        Some(fold_core::fold::TokenPrices {
+            region: whole(self.region)?,
+            report: whole(self.report)?,
+        })
+    }
+}
+
+/// A checkpoint service other than dsh-fold's store (the reference's `ctx.checkpoint`): marks
+/// come from its `latestMark(sessionId)` and the stamp goes through its
+/// `completeFold(sessionId, markId)`, both on the JS thread.
+pub struct CheckpointService {
+    this: ObjectRef<false>,
+    latest_mark: FunctionRef<(), ()>,
+    complete_fold: FunctionRef<(), ()>,
+}
+
+impl CheckpointService {
+    /// `Some` when `obj` has a `latestMark` function (a service, not a store reference).
+    pub fn of(obj: &Object<'_>) -> napi::Result<Option<CoreResult<Self>>> {
+        let latest: Unknown = obj.get_named_property("latestMark")?;
+        if latest.get_type()? != ValueType::Function {
+            return Ok(None);
+        }
+        let latest_mark = method(obj, "checkpoint", "latestMark")?.expect("checked");
+        let complete_fold = match method(obj, "checkpoint", "completeFold")? {
+            Ok(f) => f,
+            Err(e) => return Ok(Some(Err(e))),
+        };
+        Ok(Some(Ok(Self {
+            this: obj.create_ref::<false>()?,
+            latest_mark,
+            complete_fold,
+        })))
     }
 
-    async fn commit(&mut self, plan: &CorePlan) -> std::result::Result<Commit, FoldError> {
-        let region = region_of(&plan.request);
-        let js_plan = FoldPlan {
-            mark_id: region.mark_id,
-            anchor: region.anchor,
-            start: region.start,
-            end: region.end,
-            seqs: region.seqs,
-            folded_nodes: region.folded_nodes,
-            folded_chars: region.folded_chars,
-            report: plan.report.clone(),
-            report_chars: plan.report_chars as i64,
-        };
-        match self.commit.call_async_catch(js_plan).await {
-            Ok(CommitReturn::Answer(answer)) if answer == "committed" => Ok(Commit::Committed),
-            Ok(CommitReturn::Answer(answer)) if answer == "changed" => Ok(Commit::Changed),
-            Ok(CommitReturn::Answer(answer)) => Err(FoldError::HostFailed(format!(
-                "commit must return 'committed' or 'changed', got {answer:?}; the fold state is unknown"
-            ))),
-            Ok(CommitReturn::NotAString(kind)) => Err(FoldError::HostFailed(format!(
-                "commit must synchronously return 'committed' or 'changed', got {}; the fold state is unknown \
-                 (if the report was appended, the next rewind finishes the fold)",
-                format!("{kind}").to_lowercase()
-            ))),
-            Err(e) => {
-                let message = format!(
-                    "commit failed: {}",
-                    if e.reason.is_empty() {
-                        "it threw a value that is not an Error (see cause)"
-                    } else {
-                        &e.reason
-                    }
-                );
-                self.keep(e);
-                Err(FoldError::HostFailed(message))
-            }
-        }
+    pub fn release(self, env: &Env) -> napi::Result<()> {
+        self.this.unref(env)
     }
+
+    fn call<'e>(
+        &self,
+        env: &'e Env,
+        f: &FunctionRef<(), ()>,
+        args: impl JsValuesTupleIntoVec,
+    ) -> napi::Result<std::result::Result<Unknown<'e>, Unknown<'e>>> {
+        let this = self.this.get_value(env)?;
+        call_catching(env, this.raw(), f.borrow_back(env)?.raw(), args)
+    }
+
+    /// `latestMark(sessionId)`: what it returned (a promise, or the mark itself).
+    pub fn latest_mark<'e>(
+        &self,
+        env: &'e Env,
+        session_id: &str,
+    ) -> napi::Result<std::result::Result<Unknown<'e>, Failure<'e>>> {
+        Ok(self
+            .call(env, &self.latest_mark, FnArgs::from((session_id,)))?
+            .map_err(|thrown| {
+                (
+                    FoldError::HostFailed(format!("checkpoint.latestMark() threw: {}", reason_or_cause(thrown))),
+                    Some(thrown),
+                )
+            }))
+    }
+
+    /// `completeFold(sessionId, markId)`: what it returned (a promise, or the answer itself).
+    pub fn complete_fold<'e>(
+        &self,
+        env: &'e Env,
+        session_id: &str,
+        mark_id: u64,
+    ) -> napi::Result<std::result::Result<Unknown<'e>, Unknown<'e>>> {
+        self.call(env, &self.complete_fold, FnArgs::from((session_id, mark_id as f64)))
+    }
+}
+
+/// A mark as a checkpoint service hands it back: `undefined`/`null` (none) or
+/// `{id, logLength, foldedAt?}` (`foldedAt` null or absent while active).
+pub fn foreign_mark(value: &Unknown<'_>) -> napi::Result<CoreResult<Option<Anchor>>> {
+    let bad = |what: String| FoldError::HostFailed(format!("checkpoint.latestMark() resolved to {what}"));
+    match value.get_type()? {
+        ValueType::Undefined | ValueType::Null => return Ok(Ok(None)),
+        ValueType::Object => {}
+        _ => return Ok(Err(bad(convert::describe(value)?))),
+    }
+    let obj = convert::cast::<Object>(value)?;
+    let id: Unknown = obj.get_named_property("id")?;
+    let id = match convert::integer(&id, "mark.id", MAX_MARK_ID)? {
+        Ok(id) => id,
+        Err(e) => return Ok(Err(bad(format!("a mark with a bad id: {e}")))),
+    };
+    let log_length: Unknown = obj.get_named_property("logLength")?;
+    let log_length = match convert::integer(&log_length, "mark.logLength", MAX_LOG_LENGTH)? {
+        Ok(n) => n,
+        Err(e) => return Ok(Err(bad(format!("a mark with a bad logLength: {e}")))),
+    };
+    let folded_at: Unknown = obj.get_named_property("foldedAt")?;
+    let folded = !matches!(folded_at.get_type()?, ValueType::Undefined | ValueType::Null);
+    Ok(Ok(Some(Anchor { id, log_length, folded })))
 }

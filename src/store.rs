@@ -10,13 +10,14 @@
 //! promise settles.
 
 use fold_core::fold;
-use fold_core::store::{check_session_id, MarkRecord as CoreMark, Store};
+use fold_core::store::{check_session_id, Store};
 use fold_core::FoldError;
 use napi::bindgen_prelude::*;
 use napi::Env;
 use napi_derive::napi;
 
-use crate::convert::{self, promise, rejected, settled, throw, CoreResult};
+use crate::convert::{self, arg_or_reject, arg_or_throw, promise, rejected, settled, throw, CoreResult};
+use crate::types::{MarkRecord, NewMark};
 use crate::MAX_LOG_LENGTH;
 
 /// Largest mark id accepted from JS.
@@ -25,39 +26,6 @@ const MAX_MARK_ID: f64 = 9_007_199_254_740_991.0;
 /// The `type` and `code` of the process warnings the store emits.
 const WARNING_TYPE: &str = "DshFoldWarning";
 const WARNING_CODE: &str = "DSH_FOLD_STORE_DURABILITY";
-
-/// A mark as `mark` returns it: the id to fold to and the anchor.
-#[napi(object)]
-pub struct NewMark {
-    pub id: i64,
-    pub log_length: i64,
-}
-
-/// A stored mark.
-#[napi(object)]
-pub struct MarkRecord {
-    pub id: i64,
-    pub session_id: String,
-    pub log_length: i64,
-    pub objective: Option<String>,
-    /// Milliseconds since the Unix epoch.
-    pub created_at: i64,
-    /// Milliseconds since the Unix epoch; `null` while the mark is active.
-    pub folded_at: Either<i64, Null>,
-}
-
-impl From<CoreMark> for MarkRecord {
-    fn from(m: CoreMark) -> Self {
-        Self {
-            id: m.id as i64,
-            session_id: m.session_id,
-            log_length: m.log_length as i64,
-            objective: m.objective,
-            created_at: m.created_at as i64,
-            folded_at: m.folded_at.map_or(Either::B(Null), |t| Either::A(t as i64)),
-        }
-    }
-}
 
 /// Emits the store's pending warnings as process warnings (on the JS thread).
 pub(crate) fn emit_warnings(env: &Env, store: &Store) -> napi::Result<()> {
@@ -95,22 +63,10 @@ pub fn mark<'e>(
     log_length: Unknown<'e>,
     objective: Option<Unknown<'e>>,
 ) -> Result<PromiseRaw<'e, NewMark>> {
-    let store = match convert::store(&store)? {
-        Ok(s) => s,
-        Err(e) => return rejected(env, e),
-    };
-    let session_id = match convert::string(&session_id, "sessionId")? {
-        Ok(s) => s,
-        Err(e) => return rejected(env, e),
-    };
-    let log_length = match convert::integer(&log_length, "logLength", MAX_LOG_LENGTH)? {
-        Ok(n) => n,
-        Err(e) => return rejected(env, e),
-    };
-    let objective = match convert::opt_string(objective.as_ref(), "objective")? {
-        Ok(o) => o,
-        Err(e) => return rejected(env, e),
-    };
+    let store = arg_or_reject!(env, convert::store(&store));
+    let session_id = arg_or_reject!(env, convert::string(&session_id, "sessionId"));
+    let log_length = arg_or_reject!(env, convert::integer(&log_length, "logLength", MAX_LOG_LENGTH));
+    let objective = arg_or_reject!(env, convert::opt_string(objective.as_ref(), "objective"));
     let warned = store.clone();
     promise(
         env,
@@ -135,14 +91,8 @@ pub fn latest_mark<'e>(
     store: Unknown<'e>,
     session_id: Unknown<'e>,
 ) -> Result<PromiseRaw<'e, Option<MarkRecord>>> {
-    let store = match convert::store(&store)? {
-        Ok(s) => s,
-        Err(e) => return rejected(env, e),
-    };
-    let session_id = match convert::string(&session_id, "sessionId")? {
-        Ok(s) => s,
-        Err(e) => return rejected(env, e),
-    };
+    let store = arg_or_reject!(env, convert::store(&store));
+    let session_id = arg_or_reject!(env, convert::string(&session_id, "sessionId"));
     // Once the file is in memory the answer is known here: settle now, without the async
     // runtime's thread hops (the turn guard asks at every turn end; bench/has-active.mjs).
     // Before that, the load runs off-thread and the promise waits for it.
@@ -163,10 +113,7 @@ pub fn latest_mark<'e>(
     ts_return_type = "Promise<boolean>"
 )]
 pub fn has_active<'e>(env: &'e Env, store: Unknown<'e>, session_id: Unknown<'e>) -> Result<PromiseRaw<'e, bool>> {
-    let store = match convert::store(&store)? {
-        Ok(s) => s,
-        Err(e) => return rejected(env, e),
-    };
+    let store = arg_or_reject!(env, convert::store(&store));
     let session_id = match convert::string(&session_id, "sessionId")?.and_then(|s| check_session_id(&s).map(|()| s)) {
         Ok(s) => s,
         Err(e) => return rejected(env, e),
@@ -188,14 +135,8 @@ pub fn has_active<'e>(env: &'e Env, store: Unknown<'e>, session_id: Unknown<'e>)
 /// on the JS thread; after a failed load it throws that load's error (and tries again).
 #[napi(ts_args_type = "store: StoreRef, sessionId: string")]
 pub fn has_active_sync(env: &Env, store: Unknown<'_>, session_id: Unknown<'_>) -> Result<bool> {
-    let store = match convert::store(&store)? {
-        Ok(s) => s,
-        Err(e) => return Err(throw(env, &e)),
-    };
-    let session_id = match convert::string(&session_id, "sessionId")? {
-        Ok(s) => s,
-        Err(e) => return Err(throw(env, &e)),
-    };
+    let store = arg_or_throw!(env, convert::store(&store));
+    let session_id = arg_or_throw!(env, convert::string(&session_id, "sessionId"));
     let answer = match store.has_active_in_memory(&session_id) {
         Some(Ok(active)) => return Ok(active),
         Some(Err(e)) if e.code() == "INVALID_ARGUMENT" => Err(e),
@@ -226,18 +167,9 @@ pub fn complete_fold<'e>(
     session_id: Unknown<'e>,
     mark_id: Unknown<'e>,
 ) -> Result<PromiseRaw<'e, bool>> {
-    let store = match convert::store(&store)? {
-        Ok(s) => s,
-        Err(e) => return rejected(env, e),
-    };
-    let session_id = match convert::string(&session_id, "sessionId")? {
-        Ok(s) => s,
-        Err(e) => return rejected(env, e),
-    };
-    let mark_id = match convert::integer(&mark_id, "markId", MAX_MARK_ID)? {
-        Ok(n) => n,
-        Err(e) => return rejected(env, e),
-    };
+    let store = arg_or_reject!(env, convert::store(&store));
+    let session_id = arg_or_reject!(env, convert::string(&session_id, "sessionId"));
+    let mark_id = arg_or_reject!(env, convert::integer(&mark_id, "markId", MAX_MARK_ID));
     let warned = store.clone();
     promise(
         env,
@@ -259,14 +191,8 @@ pub fn list_marks<'e>(
     store: Unknown<'e>,
     session_id: Option<Unknown<'e>>,
 ) -> Result<PromiseRaw<'e, Vec<MarkRecord>>> {
-    let store = match convert::store(&store)? {
-        Ok(s) => s,
-        Err(e) => return rejected(env, e),
-    };
-    let session_id = match convert::opt_string(session_id.as_ref(), "sessionId")? {
-        Ok(s) => s,
-        Err(e) => return rejected(env, e),
-    };
+    let store = arg_or_reject!(env, convert::store(&store));
+    let session_id = arg_or_reject!(env, convert::opt_string(session_id.as_ref(), "sessionId"));
     promise(
         env,
         async move { off_thread(move || store.list(session_id.as_deref())).await },
@@ -281,10 +207,7 @@ pub fn list_marks<'e>(
 /// call reports it too).
 #[napi(ts_args_type = "store: StoreRef", ts_return_type = "Promise<void>")]
 pub fn open_store<'e>(env: &'e Env, store: Unknown<'e>) -> Result<PromiseRaw<'e, ()>> {
-    let store = match convert::store(&store)? {
-        Ok(s) => s,
-        Err(e) => return rejected(env, e),
-    };
+    let store = arg_or_reject!(env, convert::store(&store));
     let warned = store.clone();
     promise(
         env,
@@ -297,10 +220,7 @@ pub fn open_store<'e>(env: &'e Env, store: Unknown<'e>) -> Result<PromiseRaw<'e,
 /// every mark. Resolves once done (nothing to do for a store that does not exist).
 #[napi(ts_args_type = "store: StoreRef", ts_return_type = "Promise<void>")]
 pub fn compact_store<'e>(env: &'e Env, store: Unknown<'e>) -> Result<PromiseRaw<'e, ()>> {
-    let store = match convert::store(&store)? {
-        Ok(s) => s,
-        Err(e) => return rejected(env, e),
-    };
+    let store = arg_or_reject!(env, convert::store(&store));
     let warned = store.clone();
     promise(
         env,

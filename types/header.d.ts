@@ -14,16 +14,35 @@ export interface StoreOptions {
 }
 
 /**
- * The session side of a fold. `rewind` calls `snapshot` once, synchronously, before it
- * returns its promise; `summarize` may be called up to `maxSummarizationRetries + 1` times;
- * `commit` is called at most once and must run synchronously: re-snapshot, check
- * `planMatches(plan, snapshot)`, and append the replacement only when it holds.
- * Callbacks are called without `this`.
+ * The session side of a fold, called on the JS thread. `rewind` calls `snapshot` once (and, when
+ * the store is in memory, before it returns its promise) with the fold's anchor (the mark's log
+ * length: a node no fold from it can reach may carry 0 chars); `summarize` up to
+ * `maxSummarizationRetries + 1` times, and it must return a native `Promise`; `commit` at most
+ * once, and it must run synchronously: re-snapshot, check `planMatches(plan, snapshot)`, and
+ * append the replacement only when it holds. Callbacks are called with the host as `this`.
  */
 export interface RewindHost {
-  snapshot(): Uint32Array
+  snapshot(anchor: number): Uint32Array
   summarize(region: FoldRegion, attempt: number): Promise<string | SummaryReply>
   commit(plan: FoldPlan): 'committed' | 'changed'
+}
+
+/**
+ * A checkpoint service other than dsh-fold's store, with the reference's contract
+ * (`@dpskh/tool-checkpoint`'s `ctx.checkpoint`): `rewind` reads the mark through `latestMark`
+ * (`undefined` or `null` when there is none; `foldedAt` absent or `null` while active) and stamps
+ * it through `completeFold`. Either may return a promise or the value itself.
+ */
+export interface CheckpointService {
+  latestMark(sessionId: string): Promise<ForeignMark | undefined | null> | ForeignMark | undefined | null
+  completeFold(sessionId: string, markId: number): unknown
+}
+
+/** A mark as a checkpoint service returns it (ids are integers up to 2^53 - 1). */
+export interface ForeignMark {
+  id: number
+  logLength: number
+  foldedAt?: number | null
 }
 
 /**

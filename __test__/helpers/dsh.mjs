@@ -2,7 +2,8 @@
  * @module __test__/helpers/dsh
  * Real DeepSeek Harness parts for tests: a root cordis Context with the real LlmRuntime,
  * SessionStore, AgentRegistry, SystemPrompt, ToolRuntime and AgentLoop; a scripted model as a
- * real `LlmAdapter` subclass; and builders that append real events to real `Session`s.
+ * real `LlmAdapter` subclass; and the package's session builder (bin/session.mjs), which appends
+ * real events to real `Session`s.
  * Nothing here fakes a DSH class.
  */
 import { mkdtempSync } from 'node:fs'
@@ -135,62 +136,9 @@ export async function runTurn(agent, text) {
   await agent.whenIdle()
 }
 
-// ---- detached sessions built event by event ------------------------------------------------
+// ---- sessions built event by event: the package's one builder (bin/session.mjs) ------------
 
-/**
- * Appends model-shaped events to a detached real Session, as the agent loop would.
- */
-export class SessionBuilder {
-  /** @param {string | Session} [session] a new detached session's id, or a session to extend (e.g. a real agent's) */
-  constructor(session = 'built') {
-    this.session = typeof session === 'string' ? Session.create(SessionId(session)) : session
-    this.turn = 0
-  }
-  get seq() {
-    return this.session.seq
-  }
-  /** @param {string} text @returns {number} seq */
-  user(text, source = { kind: 'user' }) {
-    return this.session.append('user/message', createUserMessage({ content: [{ type: 'text', text }], source }), { surfaceOp: 'append' }).seq
-  }
-  /** @param {{text?: string, reasoning?: string, calls?: {id: string, name: string, args?: object | string}[]}} reply (string args are raw JSON) @returns {number} seq */
-  assistant(reply) {
-    const content = []
-    if (reply.reasoning) content.push({ type: 'reasoning', text: reply.reasoning })
-    if (reply.text) content.push({ type: 'text', text: reply.text })
-    for (const c of reply.calls ?? []) {
-      const args = typeof c.args === 'string' ? c.args : JSON.stringify(c.args ?? {})
-      content.push({ type: 'tool-call', id: CallId(c.id), name: c.name, arguments: args })
-    }
-    const message = createAssistantMessage({ content, source: { provider: 'scripted', model: 'm1' } })
-    return this.session.append('assistant/message', { turn: this.turn, step: 1, message }, { surfaceOp: 'append' }).seq
-  }
-  /** @param {string} callId @param {string} output @returns {number} seq */
-  result(callId, output, isError = false) {
-    const message = createToolResultMessage({ callId: CallId(callId), content: [{ type: 'text', text: output }], isError })
-    return this.session.append('tool/result', { turn: this.turn, step: 1, message }, { surfaceOp: 'append' }).seq
-  }
-  /** A log-only event (moves the log length without touching the surface); `step/start` by default. */
-  logOnly(type = 'step/start', data = { turn: this.turn, step: 1 }) {
-    return this.session.append(type, data).seq
-  }
-  /**
-   * A routed `request/header`, as the loop logs before a model call.
-   * @param {{provider: string, model: string}} config @param {{system?: string, tools?: object[]}} [extra] @returns {number} seq
-   */
-  header(config, extra = {}) {
-    return this.session.append('request/header', { header: { config, ...extra }, reason: 'initial' }).seq
-  }
-  /** Replaces surface nodes [start..end] by a summary, like compaction. @returns {number} seq */
-  replace(start, end, text = 'compacted summary') {
-    const nodes = [...this.session.surface.nodes]
-    const shadowed = nodes.slice(nodes.indexOf(start), nodes.indexOf(end) + 1)
-    return this.session.append('user/message', createUserMessage({ content: [{ type: 'text', text }], source: { kind: 'compaction' } }), {
-      surfaceOp: { op: 'replace', start, end },
-      sourceEventSeqs: shadowed,
-    }).seq
-  }
-}
+export { SessionBuilder } from '../../bin/session.mjs'
 
 /**
  * Checks what an OpenAI-compatible API checks: every assistant tool call is answered by a

@@ -659,10 +659,15 @@ describe('bad places for the file', () => {
       mkdirSync(path.dirname(neverLocked))
       const failed = remount(dir, 'ro')
       if (failed) return t.skip(`mount -o remount,ro failed: ${failed}`)
+      // A fold commits before its stamp: the stamp's STORE_IO does not fail it (DESIGN, Round 2).
+      const before = fileState(file)
+      const folded = await fold.rewind(file, 's', jsHost(explorationSurface(3)))
+      assert.match(folded.stampError, /^STORE_IO: /)
+      assert.ok(folded.stampError.includes(file), `the error does not name ${file}: ${folded.stampError}`)
+      assert.deepEqual(fileState(file), before, 'the store file changed')
       for (const [f, call] of [
         [file, () => fold.mark(file, 's', 4)],
         [file, () => fold.completeFold(file, 's', 1)],
-        [file, () => fold.rewind(file, 's', jsHost(explorationSurface(3)))],
         [neverLocked, () => fold.mark(neverLocked, 's', 1)],
         [path.join(dir, 'new', 'checkpoint.json'), () => fold.mark(path.join(dir, 'new', 'checkpoint.json'), 's', 1)],
       ]) {

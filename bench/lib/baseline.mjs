@@ -17,21 +17,21 @@
  * - the summarizer gets the derived messages; the commit re-selects in one synchronous
  *   block, compares, and appends the replacement with `session.append`;
  * - the mark store: a JSON file rewritten whole per write, like DSH's storage-json
- *   (temp `wx` 0600 → write → fsync → rename → fsync dir), marks read from memory; a
- *   per-session in-process lock.
+ *   (temp `wx` 0600 → write → fsync → rename → fsync dir), marks read from memory (a resumed
+ *   session's store reads its file first: `ReferenceStore.open`); a per-session in-process lock.
  *
  * The reference's known DEFECTS (seq-based start, orphaned parallel calls) do not change
  * its cost on the benchmark's sessions: the compaction there precedes the mark and the
  * checkpoint call is issued alone, so both algorithms select the same region (checked).
  */
-import { open, rename } from 'node:fs/promises'
+import { open, readFile, rename } from 'node:fs/promises'
 import path from 'node:path'
 
 import { toolPairingBalancedAfter, toolPairingBalancedBefore } from '@deepseek-ai/dsh-compaction'
 import { createUserMessage } from '@deepseek-ai/dsh-llm'
 import { deriveEventMessage } from '@deepseek-ai/dsh-session'
 
-import { visibleChars } from '../../plugin/surface.js'
+import { visibleChars } from '../../plugin/meter.js'
 
 class RefError extends Error {
   /** @param {string} code @param {string} message */
@@ -76,6 +76,24 @@ export class ReferenceStore {
     } finally {
       await dir.close()
     }
+  }
+
+  /**
+   * The store of a resumed session: its file, written by another process, read now (as DSH's
+   * storage-json reads a domain file at its first use).
+   * @param {string} file
+   */
+  static async open(file) {
+    const store = new ReferenceStore(file)
+    const doc = JSON.parse(await readFile(file, 'utf8'))
+    store.nextId = doc.global?.nextId ?? 1
+    for (const mark of Object.values(doc.tables?.marks ?? {})) {
+      const m = /** @type {any} */ (mark)
+      store.marks.set(m.id, m)
+      const latest = store.latestBySession.get(m.sessionId)
+      if (latest === undefined || latest < m.id) store.latestBySession.set(m.sessionId, m.id)
+    }
+    return store
   }
 
   /** @param {string} sessionId @param {number} logLength */

@@ -7,14 +7,11 @@
  * and the summarizer choice. The benchmark's summarizer answers at once; it derives the
  * region's messages with `regionMessages` first, as the plugin's real summarizers do.
  */
-import { createRequire } from 'node:module'
-
+import { addon } from '../../plugin/addon.js'
 import { sessionHost } from '../../plugin/host.js'
 import { regionMessages } from '../../plugin/surface.js'
 
-const require = createRequire(import.meta.url)
-/** @type {typeof import('../../index.js')} */
-export const addon = require('../../index.js')
+export { addon }
 
 const clock = () => process.hrtime.bigint()
 

@@ -22,8 +22,9 @@
  * `Session` for every measured fold (identical seqs, data and surface), outside the timed
  * region. Everything is deterministic (seeded PRNG).
  */
-import { CallId, createAssistantMessage, createToolResultMessage, createUserMessage } from '@deepseek-ai/dsh-llm'
 import { Session, SessionId } from '@deepseek-ai/dsh-session'
+
+import { SessionBuilder } from '../../bin/session.mjs'
 
 /** mulberry32: a small deterministic PRNG. @param {number} seed */
 export function prng(seed) {
@@ -64,9 +65,11 @@ function textPool(rand, chars) {
 }
 
 /**
- * Records a realistic session ending at the rewind call.
+ * Records a realistic session ending at the rewind call, with the package's session builder
+ * (bin/session.mjs) in loop mode.
  * @param {number} targetEvents approximate event count at the fold point
- * @param {{seed?: number, explorationSteps?: number, compaction?: boolean}} [options]
+ * @param {{seed?: number, explorationSteps?: number, compaction?: boolean}} [options] `compaction:
+ *   false` leaves the surface holding most of the log's messages (a session never compacted)
  */
 export function recordSession(targetEvents, options = {}) {
   const rand = prng(options.seed ?? 0x5eed + targetEvents)
@@ -75,17 +78,17 @@ export function recordSession(targetEvents, options = {}) {
     const start = rand.int(0, pool.length - n - 1)
     return pool.slice(start, start + n)
   }
-  const session = Session.create(SessionId('record'))
   /** @type {{type: string, data: any, opts?: any}[]} */
   const ops = []
-  const append = (/** @type {string} */ type, /** @type {any} */ data, /** @type {any} */ opts) => {
-    const event = opts === undefined ? session.append(type, data) : session.append(type, data, opts)
-    ops.push(opts === undefined ? { type, data: event.data } : { type, data: event.data, opts })
-    return event.seq
-  }
-  let turn = 0
+  const b = new SessionBuilder('record', {
+    loop: true,
+    model: { provider: 'deepseek', model: 'deepseek-chat' },
+    // The stream as the loop logs it: 1-3 deltas per block.
+    pieces: () => rand.int(1, 3),
+    onAppend: (type, data, opts) => ops.push(opts === undefined ? { type, data } : { type, data, opts }),
+  })
+  const session = b.session
   let callCounter = 0
-  const source = { provider: 'deepseek', model: 'deepseek-chat' }
 
   const resultSize = () => {
     const r = rand.next()
@@ -95,46 +98,21 @@ export function recordSession(targetEvents, options = {}) {
   }
 
   /**
-   * One model step: chunks, the assistant message, its calls and results.
-   * @param {number} step
+   * One model step: the assistant message (after its chunks), then its calls and results.
    * @param {{calls?: {name: string, args: object, output?: string}[], text?: string, reasoning?: string}} shape
-   * @param {{stopBeforeResults?: boolean, beforeResult?: (i: number) => void}} [hooks]
+   * @param {{stopBeforeResults?: boolean, beforeResult?: () => void}} [hooks]
    */
-  const modelStep = (step, shape, hooks = {}) => {
-    const content = []
-    if (shape.reasoning) content.push({ type: 'reasoning', text: shape.reasoning })
-    if (shape.text) content.push({ type: 'text', text: shape.text })
-    const calls = (shape.calls ?? []).map((c) => ({ ...c, id: CallId(`call_${++callCounter}`), json: JSON.stringify(c.args) }))
-    for (const c of calls) content.push({ type: 'tool-call', id: c.id, name: c.name, arguments: c.json })
-    // The stream as the loop logs it: deltas per block (1-3 pieces), usage, finish.
-    const chunkSeqs = []
-    content.forEach((block, index) => {
-      const body = block.type === 'tool-call' ? block.arguments : block.text
-      const pieces = Math.min(body.length, rand.int(1, 3)) || 1
-      const cut = Math.ceil(body.length / pieces)
-      for (let p = 0; p < pieces; p++) {
-        const piece = body.slice(p * cut, (p + 1) * cut)
-        const chunk =
-          block.type === 'tool-call'
-            ? { type: 'tool-call-delta', index, id: block.id, ...(p === 0 ? { name: block.name } : {}), argumentsDelta: piece }
-            : { type: block.type === 'text' ? 'text-delta' : 'reasoning-delta', index, text: piece }
-        chunkSeqs.push(append('assistant/chunk', { turn, step, chunk }))
-      }
-    })
+  const modelStep = (shape, hooks = {}) => {
+    const calls = (shape.calls ?? []).map((c) => ({ ...c, id: `call_${++callCounter}` }))
     const usage = { inputTokens: rand.int(2000, 60000), outputTokens: rand.int(20, 900) }
-    chunkSeqs.push(append('assistant/chunk', { turn, step, chunk: { type: 'usage', usage } }))
-    chunkSeqs.push(append('assistant/chunk', { turn, step, chunk: { type: 'finish', reason: { kind: calls.length ? 'tool-calls' : 'stop' } } }))
-    const message = createAssistantMessage({ content, source })
-    const assistantSeq = append('assistant/message', { turn, step, message, usage }, { surfaceOp: 'append', sourceEventSeqs: chunkSeqs })
-    if (hooks.stopBeforeResults) return { assistantSeq, calls }
-    const callSeqs = calls.map((c) => append('tool/call', { turn, step, callId: c.id, name: c.name, arguments: c.json }))
-    calls.forEach((c, i) => {
-      hooks.beforeResult?.(i)
-      const output = c.output ?? text(resultSize())
-      const result = createToolResultMessage({ callId: c.id, content: [{ type: 'text', text: output }], isError: rand.chance(0.04) })
-      append('tool/result', { turn, step, message: result }, { surfaceOp: 'append', sourceEventSeqs: [callSeqs[i]] })
-    })
-    return { assistantSeq, calls }
+    b.assistant({ text: shape.text, reasoning: shape.reasoning, calls: calls.map((c) => ({ id: c.id, name: c.name, args: c.args })), usage })
+    if (hooks.stopBeforeResults) return calls
+    for (const c of calls) b.toolCall(c.id)
+    for (const c of calls) {
+      hooks.beforeResult?.()
+      b.result(c.id, c.output ?? text(resultSize()), rand.chance(0.04))
+    }
+    return calls
   }
 
   const toolNames = ['read_file', 'grep', 'bash', 'list_dir', 'web_fetch']
@@ -146,31 +124,25 @@ export function recordSession(targetEvents, options = {}) {
 
   /** One ordinary turn: a prompt, 1-6 steps with parallel calls, a final answer. */
   const ordinaryTurn = () => {
-    turn++
-    append('turn/start', { turn })
+    b.turnStart()
     const steps = rand.int(1, 6)
     for (let step = 1; step <= steps + 1; step++) {
-      append('step/start', { turn, step })
-      if (step === 1) {
-        append('user/message', createUserMessage({ content: [{ type: 'text', text: text(rand.int(30, 600)) }], source: { kind: 'user' } }), { surfaceOp: 'append' })
-      }
+      b.stepStart()
+      if (step === 1) b.user(text(rand.int(30, 600)))
       const last = step === steps + 1
-      modelStep(step, {
+      modelStep({
         reasoning: rand.chance(0.7) ? text(rand.int(40, 1500)) : undefined,
         text: last || rand.chance(0.5) ? text(rand.int(20, last ? 1200 : 300)) : undefined,
         calls: last ? [] : someCalls(1, 4),
       })
-      append('step/end', { turn, step })
+      b.stepEnd()
     }
-    append('turn/end', { turn, reason: { kind: 'completed' } })
+    b.turnEnd()
   }
 
   // The request header and route, once (the loop logs them on the first request).
-  append('request/header', {
-    header: { config: { provider: source.provider, model: source.model, maxTokens: 8192 }, system: text(3000), tools: [] },
-    reason: 'initial',
-  })
-  append('request/context', { provider: source.provider, model: source.model, contextWindow: 128000 })
+  b.header({ provider: 'deepseek', model: 'deepseek-chat', maxTokens: 8192 }, { system: text(3000), tools: [] })
+  b.logOnly('request/context', { provider: 'deepseek', model: 'deepseek-chat', contextWindow: 128000 })
 
   const explorationSteps = options.explorationSteps ?? 10
   // The checkpoint turn costs about 14 events per exploration step plus ~40.
@@ -184,42 +156,34 @@ export function recordSession(targetEvents, options = {}) {
   // from the first node to the node just before a later turn's user prompt.
   const nodes = [...session.surface.nodes]
   const log = session.log
-  const prompts = nodes.map((s, i) => [s, i]).filter(([s]) => log[s].type === 'user/message')
+  const prompts = nodes.map((seq, i) => [seq, i]).filter(([seq]) => log[seq].type === 'user/message')
   if (prompts.length >= 2 && options.compaction !== false) {
     const cutAt = prompts[Math.max(1, Math.floor(prompts.length * 0.7))][1]
-    const shadowed = nodes.slice(0, cutAt)
-    append(
-      'user/message',
-      createUserMessage({
-        content: [{ type: 'text', text: `Summary of the earlier conversation:\n${text(4000)}` }],
-        source: { kind: 'plugin', plugin: 'compact', compactionId: `compaction-${targetEvents}` },
-      }),
-      { surfaceOp: { op: 'replace', start: shadowed[0], end: shadowed.at(-1) }, sourceEventSeqs: shadowed },
-    )
+    b.replace(nodes[0], nodes[cutAt - 1], `Summary of the earlier conversation:\n${text(4000)}`, {
+      kind: 'plugin',
+      plugin: 'compact',
+      compactionId: `compaction-${targetEvents}`,
+    })
   }
 
-  // The checkpoint turn.
-  turn++
-  append('turn/start', { turn })
-  append('step/start', { turn, step: 1 })
-  append('user/message', createUserMessage({ content: [{ type: 'text', text: 'Find out why the fold test fails on CI.' }], source: { kind: 'user' } }), { surfaceOp: 'append' })
+  // The checkpoint turn: the mark is taken between the checkpoint's tool/call and its result.
+  b.turnStart()
+  b.stepStart()
+  b.user('Find out why the fold test fails on CI.')
   let anchor = -1
   modelStep(
-    1,
     { text: 'I will investigate.', calls: [{ name: 'checkpoint', args: { objective: 'why the fold test fails on CI' }, output: '{"id":1,"logLength":0}' }] },
     { beforeResult: () => (anchor = session.seq) },
   )
-  append('step/end', { turn, step: 1 })
-  for (let step = 2; step <= explorationSteps + 1; step++) {
-    append('step/start', { turn, step })
-    modelStep(step, { reasoning: rand.chance(0.7) ? text(rand.int(40, 800)) : undefined, calls: someCalls(1, 3) })
-    append('step/end', { turn, step })
+  b.stepEnd()
+  for (let step = 0; step < explorationSteps; step++) {
+    b.stepStart()
+    modelStep({ reasoning: rand.chance(0.7) ? text(rand.int(40, 800)) : undefined, calls: someCalls(1, 3) })
+    b.stepEnd()
   }
-  const rewindStep = explorationSteps + 2
-  append('step/start', { turn, step: rewindStep })
-  const { calls } = modelStep(rewindStep, { text: 'Done; folding the exploration.', calls: [{ name: 'rewind', args: {} }] }, { stopBeforeResults: true })
-  const rewindCall = calls[0]
-  append('tool/call', { turn, step: rewindStep, callId: rewindCall.id, name: 'rewind', arguments: '{}' })
+  b.stepStart()
+  const [rewindCall] = modelStep({ text: 'Done; folding the exploration.', calls: [{ name: 'rewind', args: {} }] }, { stopBeforeResults: true })
+  b.toolCall(rewindCall.id)
 
   return {
     ops,

@@ -1,36 +1,66 @@
-//! The rewind transaction: fold everything since a session's latest mark into a report.
+//! The rewind transaction, in its order: fold everything since a session's latest mark into a
+//! report. The host owns the session and the LLM; the core owns the rules, the order and the lock.
 //!
-//! The host owns the session and the LLM; the core owns the rules, the lock and the store:
+//! [`Rewind`] is a state machine without I/O: the host drives it, feeding each answer back and
+//! doing what the returned [`Step`] says. The binding drives it from the JS thread (snapshot,
+//! summarize and commit are JS calls; only the durable stamp leaves the thread); tests drive it
+//! directly. The order:
 //!
-//! 1. latest mark of the session: none → `NO_CHECKPOINT`; already folded → `EMPTY_REGION`;
+//! 1. the session's latest mark (the host looks it up, [`Rewind::begin`] judges it): none →
+//!    `NO_CHECKPOINT`; already folded → `EMPTY_REGION` (one fold per mark);
 //! 2. the session's fold lock, without waiting: held → `FOLD_IN_PROGRESS`;
-//! 3. snapshot the surface; if a report of this very mark is already on it (a crash between
-//!    commit and stamp), finish the stamp and return that fold's result — never fold it again;
-//!    else select the region ([`crate::region`]);
-//! 4. summarize; an empty report is retried up to `max_summarization_retries` times, then
-//!    `SUMMARIZE_FAILED` with the last finish reason and token usage;
-//! 5. the report must be shorter than the region's text, or `SHRINK` (skipped for a text-less region);
-//! 6. commit: the host re-selects from a fresh snapshot and appends the replacement in one
-//!    synchronous step, or answers "changed" → `CHANGED`;
-//! 7. stamp the mark folded (durable), release the lock, return the [`FoldResult`].
+//! 3. [`Step::Snapshot`]: the surface now. If a report of this very mark is already on it (a
+//!    crash between commit and stamp: a report naming the mark's id, appended after the mark was
+//!    taken), the fold is finished: stamp it and return that fold's result, never fold it again.
+//!    Else select the region ([`crate::region`]);
+//! 4. [`Step::Summarize`]: an empty report is retried up to `max_summarization_retries` times,
+//!    then `SUMMARIZE_FAILED` with the last finish reason and token usage;
+//! 5. the report must be smaller than the region — in tokens when the host's meter priced both,
+//!    else in model-visible chars — or `SHRINK` (skipped for a region that weighs nothing);
+//! 6. [`Step::Commit`]: in one synchronous step the host re-selects on a fresh snapshot and
+//!    appends the replacement, or answers "changed" → `CHANGED`;
+//! 7. [`Step::Stamp`]: stamp the mark folded, durably. The fold has happened: a stamp that fails
+//!    is tried again, then the result is returned anyway with `stamp_error`, and the next rewind
+//!    finishes the stamp (step 3). [`Step::Done`] releases the lock.
 //!
 //! Any failure before 6 writes nothing: the region is intact, the mark active, the fold
-//! retryable. An abort is honoured until the commit starts, even while the summarizer hangs.
+//! retryable. [`Rewind::abort`] is honoured until the commit starts (the driver defers one that
+//! fires during the commit). Dropping a `Rewind` (after
+//! an error, an abort or `Done`) releases the session's lock.
 
-use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use tokio::sync::Notify;
-
 use crate::error::{FoldError, Result};
-use crate::locks::session_locks;
+use crate::locks::{session_locks, SessionGuard};
+use crate::meter::utf16_len;
 use crate::region::{self, Region};
 use crate::store::{check_session_id, MarkRecord, Store};
-use crate::surface::Surface;
+use crate::surface::{Report, Surface};
 
 /// The retry budget's upper bound (the plugin's schema enforces the same range).
 pub const MAX_SUMMARIZATION_RETRIES: u32 = 8;
+
+/// Tries of the durable stamp once the report is committed.
+pub const STAMP_ATTEMPTS: u32 = 3;
+
+/// The mark a fold starts from: a store's record, or what another checkpoint service returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Anchor {
+    pub id: u64,
+    /// The session's log length when the mark was taken: the fold starts after it.
+    pub log_length: u64,
+    pub folded: bool,
+}
+
+impl From<&MarkRecord> for Anchor {
+    fn from(m: &MarkRecord) -> Self {
+        Self {
+            id: m.id,
+            log_length: m.log_length,
+            folded: m.folded_at.is_some(),
+        }
+    }
+}
 
 /// What the summarizer is asked to condense.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,6 +77,18 @@ pub struct Summary {
     pub finish: Option<String>,
     pub output_tokens: Option<u64>,
     pub reasoning_tokens: Option<u64>,
+    /// The host's token prices of the region and of the report, when it has a token meter: the
+    /// shrink check then compares them instead of chars, and the result reports `tokens_freed`.
+    pub tokens: Option<TokenPrices>,
+}
+
+/// Token prices measured by the host's meter (DSH's `ctx.tokenMeter`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TokenPrices {
+    /// The folded region's nodes.
+    pub region: u64,
+    /// The replacement message carrying the report.
+    pub report: u64,
 }
 
 /// What the host must append, if the surface still selects the same region.
@@ -57,6 +99,7 @@ pub struct FoldPlan {
     pub report_chars: u64,
 }
 
+/// The host's answer to [`Step::Commit`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Commit {
     Committed,
@@ -64,7 +107,7 @@ pub enum Commit {
 }
 
 /// The result every successful rewind returns (and a repaired one reconstructs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FoldResult {
     pub mark_id: u64,
     pub folded_nodes: u32,
@@ -72,63 +115,11 @@ pub struct FoldResult {
     pub end: u32,
     pub folded_chars: u64,
     pub report_chars: u64,
-}
-
-/// The session side of a fold.
-pub trait FoldHost {
-    /// The surface now, in the [`crate::surface`] format.
-    fn snapshot(&mut self) -> impl Future<Output = Result<Vec<u32>>> + Send;
-    /// Writes the report for `request`; `attempt` counts from 0.
-    fn summarize(&mut self, request: &FoldRequest, attempt: u32) -> impl Future<Output = Result<Summary>> + Send;
-    /// In one step that nothing else can interleave with: re-select on a fresh snapshot, and
-    /// append the replacement only if the region is unchanged ([`region::still_matches`]).
-    fn commit(&mut self, plan: &FoldPlan) -> impl Future<Output = Result<Commit>> + Send;
-}
-
-/// A one-shot cancellation flag that async code can wait on.
-#[derive(Debug, Default, Clone)]
-pub struct Abort(Arc<(AtomicBool, Notify)>);
-
-impl Abort {
-    pub fn fire(&self) {
-        self.0 .0.store(true, Ordering::SeqCst);
-        self.0 .1.notify_waiters();
-    }
-
-    pub fn fired(&self) -> bool {
-        self.0 .0.load(Ordering::SeqCst)
-    }
-
-    /// Resolves once fired.
-    pub async fn wait(&self) {
-        loop {
-            let notified = self.0 .1.notified();
-            if self.fired() {
-                return;
-            }
-            notified.await;
-        }
-    }
-
-    fn check(&self) -> Result<()> {
-        if self.fired() {
-            Err(FoldError::Aborted(
-                "the rewind was aborted; nothing was written and the mark is still active".into(),
-            ))
-        } else {
-            Ok(())
-        }
-    }
-
-    /// Runs `fut` unless the abort fires first.
-    async fn race<T>(&self, fut: impl Future<Output = Result<T>>) -> Result<T> {
-        self.check()?;
-        tokio::select! {
-            biased;
-            () = self.wait() => self.check().map(|()| unreachable!("fired")),
-            out = fut => out,
-        }
-    }
+    /// Region tokens minus report tokens, when the host priced both ([`Summary::tokens`]).
+    pub tokens_freed: Option<u64>,
+    /// Why the mark could not be stamped folded after the report was committed, when it could
+    /// not (after [`STAMP_ATTEMPTS`] tries). The fold happened; the next rewind repairs the stamp.
+    pub stamp_error: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -144,17 +135,322 @@ impl Default for RewindOptions {
     }
 }
 
-/// The length JS would report for `text` (UTF-16 code units), so every size we compare or
-/// return is in the host's unit.
-pub fn js_len(text: &str) -> u64 {
-    text.encode_utf16().count() as u64
+/// What the host must do next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Take a snapshot of the surface now and pass it to [`Rewind::snapshot`]. Its nodes' chars
+    /// need to be exact only where a fold from [`Rewind::anchor`] can reach.
+    Snapshot,
+    /// Ask the summarizer (`attempt` counts from 0) and pass its answer to [`Rewind::summarized`].
+    Summarize { request: FoldRequest, attempt: u32 },
+    /// In one synchronous step: re-select on a fresh snapshot ([`region::still_matches`]) and
+    /// append the replacement if unchanged; pass the answer to [`Rewind::committed`].
+    Commit(FoldPlan),
+    /// Stamp `mark_id` folded, durably (off the JS thread); pass the outcome to [`Rewind::stamped`].
+    Stamp { mark_id: u64 },
+    /// The fold is over.
+    Done(FoldResult),
 }
+
+enum Phase {
+    Snapshot,
+    Summarize { request: FoldRequest, attempt: u32 },
+    Commit { plan: FoldPlan, tokens_freed: Option<u64> },
+    Stamp { result: FoldResult, tries: u32 },
+    Over,
+}
+
+/// One rewind in progress; holds its session's fold lock until dropped.
+pub struct Rewind {
+    session_id: String,
+    mark: Anchor,
+    options: RewindOptions,
+    phase: Phase,
+    /// The host answered `committed` (or a report of this mark was found): the fold happened.
+    committed: bool,
+    _lock: SessionGuard,
+}
+
+impl std::fmt::Debug for Rewind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rewind")
+            .field("session_id", &self.session_id)
+            .field("mark", &self.mark)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Rewind {
+    /// Steps 1 and 2: judges the session's latest mark and takes the session's lock.
+    ///
+    /// # Errors
+    /// `INVALID_ARGUMENT` (session id, retries), `NO_CHECKPOINT`, `EMPTY_REGION` (folded mark),
+    /// `FOLD_IN_PROGRESS`.
+    pub fn begin(session_id: &str, mark: Option<Anchor>, options: RewindOptions) -> Result<(Self, Step)> {
+        check_session_id(session_id)?;
+        if options.max_summarization_retries > MAX_SUMMARIZATION_RETRIES {
+            return Err(FoldError::invalid(format!(
+                "maxSummarizationRetries must be from 0 to {MAX_SUMMARIZATION_RETRIES}, got {}",
+                options.max_summarization_retries
+            )));
+        }
+        let Some(mark) = mark else {
+            return Err(FoldError::NoCheckpoint(
+                "no checkpoint mark for this session: call `checkpoint` before an exploration, then `rewind` when it is done"
+                    .into(),
+            ));
+        };
+        if mark.folded {
+            return Err(FoldError::EmptyRegion(format!(
+                "checkpoint mark {} was already folded; call `checkpoint` to start a new exploration",
+                mark.id
+            )));
+        }
+        let Some(lock) = session_locks().try_lock(session_id) else {
+            return Err(FoldError::FoldInProgress(format!(
+                "another fold is already in progress for session {session_id}; wait for its result instead of rewinding again"
+            )));
+        };
+        let rewind = Self {
+            session_id: session_id.to_owned(),
+            mark,
+            options,
+            phase: Phase::Snapshot,
+            committed: false,
+            _lock: lock,
+        };
+        Ok((rewind, Step::Snapshot))
+    }
+
+    /// The session this fold belongs to.
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// The fold's anchor: the mark's log length (a host may meter only what a fold from it reaches).
+    pub fn anchor(&self) -> u64 {
+        self.mark.log_length
+    }
+
+    /// Whether the fold has happened (the commit answered `committed`, or the report of this mark
+    /// was already on the surface): from here on nothing fails the fold and an abort is ignored.
+    pub fn committed_already(&self) -> bool {
+        self.committed
+    }
+
+    fn out_of_order(&mut self, what: &str) -> FoldError {
+        self.phase = Phase::Over;
+        FoldError::HostFailed(format!("the fold was driven out of order: {what} came unasked"))
+    }
+
+    /// Step 3: the surface now. A report of this mark already on it finishes the fold (repair).
+    ///
+    /// # Errors
+    /// `INVALID_ARGUMENT` for a bad snapshot; `EMPTY_REGION` / `UNBALANCED` from the region rules.
+    pub fn snapshot(&mut self, words: &[u32]) -> Result<Step> {
+        if !matches!(self.phase, Phase::Snapshot) {
+            return Err(self.out_of_order("a snapshot"));
+        }
+        let (phase, step) = self.select(words).inspect_err(|_| self.phase = Phase::Over)?;
+        // A repair: the report is already on the surface.
+        self.committed = matches!(phase, Phase::Stamp { .. });
+        self.phase = phase;
+        Ok(step)
+    }
+
+    fn select(&self, words: &[u32]) -> Result<(Phase, Step)> {
+        let surface = Surface::decode(words)?;
+        let mark = self.mark;
+        // A report repairs the mark only if it names it AND was appended after it was taken: ids
+        // restart at 1 when the store file is deleted or `store` moves, so an older report may
+        // name a new mark's id.
+        let repairs = |r: &&Report| r.mark_id == mark.id && u64::from(r.seq) >= mark.log_length;
+        if let Some(report) = surface.reports.iter().find(repairs) {
+            let result = FoldResult {
+                mark_id: mark.id,
+                folded_nodes: report.folded_nodes,
+                start: report.start,
+                end: report.end,
+                folded_chars: u64::from(report.folded_chars),
+                report_chars: surface
+                    .nodes
+                    .iter()
+                    .find(|n| n.seq == report.seq)
+                    .map_or(0, |n| u64::from(n.chars)),
+                tokens_freed: None,
+                stamp_error: None,
+            };
+            return Ok((Phase::Stamp { result, tries: 0 }, Step::Stamp { mark_id: mark.id }));
+        }
+        let request = FoldRequest {
+            mark_id: mark.id,
+            anchor: mark.log_length,
+            region: region::select(&surface, mark.log_length)?,
+        };
+        let step = Step::Summarize {
+            request: request.clone(),
+            attempt: 0,
+        };
+        Ok((Phase::Summarize { request, attempt: 0 }, step))
+    }
+
+    /// Steps 4 and 5: the summarizer's answer to the last [`Step::Summarize`].
+    ///
+    /// # Errors
+    /// `SUMMARIZE_FAILED` once every attempt came back empty; `SHRINK`.
+    pub fn summarized(&mut self, summary: Summary) -> Result<Step> {
+        let Phase::Summarize { request, attempt } = std::mem::replace(&mut self.phase, Phase::Over) else {
+            return Err(self.out_of_order("a summary"));
+        };
+        if summary.text.trim().is_empty() {
+            if attempt < self.options.max_summarization_retries {
+                let step = Step::Summarize {
+                    request: request.clone(),
+                    attempt: attempt + 1,
+                };
+                self.phase = Phase::Summarize {
+                    request,
+                    attempt: attempt + 1,
+                };
+                return Ok(step);
+            }
+            return Err(FoldError::SummarizeFailed(empty_completion_message(
+                self.options.max_summarization_retries,
+                &summary,
+            )));
+        }
+        let tokens_freed = shrink_check(&request.region, &summary)?;
+        let plan = FoldPlan {
+            request,
+            report_chars: utf16_len(&summary.text),
+            report: summary.text,
+        };
+        let step = Step::Commit(plan.clone());
+        self.phase = Phase::Commit { plan, tokens_freed };
+        Ok(step)
+    }
+
+    /// Step 6: the host's answer to [`Step::Commit`].
+    ///
+    /// # Errors
+    /// `CHANGED` when the surface moved under the summarizer (nothing was appended).
+    pub fn committed(&mut self, commit: Commit) -> Result<Step> {
+        let Phase::Commit { plan, tokens_freed } = std::mem::replace(&mut self.phase, Phase::Over) else {
+            return Err(self.out_of_order("a commit"));
+        };
+        if commit == Commit::Changed {
+            return Err(FoldError::Changed(
+                "the fold region changed during summarization (another fold or a compaction); \
+                 nothing was folded, rewind again"
+                    .into(),
+            ));
+        }
+        let region = &plan.request.region;
+        let result = FoldResult {
+            mark_id: self.mark.id,
+            folded_nodes: region.seqs.len() as u32,
+            start: region.start(),
+            end: region.end(),
+            folded_chars: region.folded_chars,
+            report_chars: plan.report_chars,
+            tokens_freed,
+            stamp_error: None,
+        };
+        self.phase = Phase::Stamp { result, tries: 0 };
+        self.committed = true;
+        Ok(Step::Stamp { mark_id: self.mark.id })
+    }
+
+    /// Step 7: the outcome of the last [`Step::Stamp`]. A stamp that keeps failing still ends
+    /// the fold with its result, plus `stamp_error` (the next rewind repairs it).
+    ///
+    /// # Errors
+    /// Only `HOST_FAILED` when no stamp was asked for (a driver bug).
+    pub fn stamped(&mut self, outcome: Result<bool>) -> Result<Step> {
+        let Phase::Stamp { mut result, tries } = std::mem::replace(&mut self.phase, Phase::Over) else {
+            return Err(self.out_of_order("a stamp"));
+        };
+        Ok(match outcome {
+            // `false`: the mark is no longer the session's latest active one; nothing to stamp.
+            Ok(_) => Step::Done(result),
+            Err(_) if tries + 1 < STAMP_ATTEMPTS => {
+                self.phase = Phase::Stamp {
+                    result,
+                    tries: tries + 1,
+                };
+                Step::Stamp { mark_id: self.mark.id }
+            }
+            Err(e) => {
+                result.stamp_error = Some(format!(
+                    "{}: the report was committed but mark {} could not be stamped folded ({e}); \
+                     the next rewind finishes the stamp",
+                    e.code(),
+                    self.mark.id
+                ));
+                Step::Done(result)
+            }
+        })
+    }
+
+    /// Cancels the fold unless it is committed. A driver defers an abort that fires while the
+    /// host runs [`Step::Commit`] until [`Rewind::committed`] has its answer.
+    ///
+    /// # Errors
+    /// `ABORTED` when cancelled (the fold is over: drop it). `Ok` once committed: the fold goes on.
+    pub fn abort(&mut self) -> Result<()> {
+        if self.committed_already() {
+            return Ok(());
+        }
+        self.phase = Phase::Over;
+        Err(FoldError::Aborted(
+            "the rewind was aborted; nothing was written and the mark is still active".into(),
+        ))
+    }
+}
+
+/// Step 5: `Ok(tokens freed)` (when priced) if the report is smaller than the region.
+fn shrink_check(region: &Region, summary: &Summary) -> Result<Option<u64>> {
+    let nodes = region.seqs.len();
+    let refuse = |report: u64, folded: u64, unit: &str| {
+        FoldError::Shrink(format!(
+            "the report ({report} {unit}) is not smaller than the folded region ({folded} {unit} over {nodes} nodes); \
+             nothing was folded and the mark is still active"
+        ))
+    };
+    if let Some(TokenPrices { region, report }) = summary.tokens {
+        if region > 0 && report >= region {
+            return Err(refuse(report, region, "tokens"));
+        }
+        return Ok(Some(region.saturating_sub(report)));
+    }
+    let (report, folded) = (utf16_len(&summary.text), region.folded_chars);
+    if folded > 0 && report >= folded {
+        return Err(refuse(report, folded, "chars"));
+    }
+    Ok(None)
+}
+
+fn empty_completion_message(retries: u32, last: &Summary) -> String {
+    let mut detail = format!("finish: {}", last.finish.as_deref().unwrap_or("unknown"));
+    if let Some(t) = last.output_tokens {
+        detail.push_str(&format!(", outputTokens: {t}"));
+        if let Some(r) = last.reasoning_tokens {
+            detail.push_str(&format!(", reasoningTokens: {r}"));
+        }
+    }
+    format!(
+        "rewind summarization produced no text report content after {retries} retries ({detail}); \
+         nothing was folded and the mark is still active"
+    )
+}
+
+// ---- the store verbs as a host runs them: the session lock, and disk work off its thread ----
 
 /// Runs blocking store I/O (a durable write) without stalling the async runtime. On a
 /// multi-threaded runtime (napi's) it runs right here, after handing this worker's other tasks
 /// to its peers: a hop to the blocking pool and back costs 150–300 µs on a parked VM, more than
 /// the write on tmpfs. A current-thread runtime cannot do that, so it hops.
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
     use tokio::runtime::{Handle, RuntimeFlavor};
     if Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread) {
         return tokio::task::block_in_place(f);
@@ -164,10 +460,8 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'sta
         .map_err(|e| FoldError::StoreIo(format!("checkpoint store worker failed: {e}")))?
 }
 
-/// The session's latest mark, from memory (the file is read on first use, off the async thread).
+/// The session's latest mark: from memory, or read from the file off the async thread.
 pub async fn latest_mark(store: &Arc<Store>, session_id: &str) -> Result<Option<MarkRecord>> {
-    // In memory already: answer here, without two hops through the blocking pool (~150 µs of a
-    // fold on an idle 2-core VM; bench/fold.mjs).
     if let Some(answer) = store.latest_in_memory(session_id) {
         return answer;
     }
@@ -183,7 +477,7 @@ pub async fn mark(
     objective: Option<String>,
 ) -> Result<MarkRecord> {
     check_session_id(session_id)?;
-    let _guard = session_locks().lock(&store.path().to_string_lossy(), session_id).await;
+    let _guard = session_locks().lock(session_id).await;
     let (store, session) = (store.clone(), session_id.to_owned());
     blocking(move || store.mark(&session, log_length, objective.as_deref())).await
 }
@@ -192,148 +486,4 @@ pub async fn mark(
 pub async fn complete_fold(store: &Arc<Store>, session_id: &str, mark_id: u64) -> Result<bool> {
     let (store, session) = (store.clone(), session_id.to_owned());
     blocking(move || store.complete_fold(&session, mark_id)).await
-}
-
-/// Runs the whole transaction described in the module docs.
-///
-/// # Errors
-/// Every code of [`FoldError`] that a fold can produce; the host's own errors pass through.
-pub async fn rewind<H: FoldHost>(
-    store: &Arc<Store>,
-    session_id: &str,
-    host: &mut H,
-    options: RewindOptions,
-    abort: &Abort,
-) -> Result<FoldResult> {
-    check_session_id(session_id)?;
-    if options.max_summarization_retries > MAX_SUMMARIZATION_RETRIES {
-        return Err(FoldError::invalid(format!(
-            "maxSummarizationRetries must be from 0 to {MAX_SUMMARIZATION_RETRIES}, got {}",
-            options.max_summarization_retries
-        )));
-    }
-    abort.check()?;
-
-    // 1. the mark.
-    let Some(mark) = latest_mark(store, session_id).await? else {
-        return Err(FoldError::NoCheckpoint(
-            "no checkpoint mark for this session: call `checkpoint` before an exploration, then `rewind` when it is done"
-                .into(),
-        ));
-    };
-    if mark.folded_at.is_some() {
-        return Err(FoldError::EmptyRegion(format!(
-            "checkpoint mark {} was already folded; call `checkpoint` to start a new exploration",
-            mark.id
-        )));
-    }
-
-    // 2. the lock.
-    let Some(_guard) = session_locks().try_lock(&store.path().to_string_lossy(), session_id) else {
-        return Err(FoldError::FoldInProgress(format!(
-            "a rewind of session {session_id} is already running; wait for its result instead of rewinding again"
-        )));
-    };
-
-    // 3. the region, or the repair of a fold committed but never stamped.
-    let surface = Surface::decode(&abort.race(host.snapshot()).await?)?;
-    if let Some(report) = surface.reports.iter().find(|r| u64::from(r.mark_id) == mark.id) {
-        complete_fold(store, session_id, mark.id).await?;
-        return Ok(FoldResult {
-            mark_id: mark.id,
-            folded_nodes: report.folded_nodes,
-            start: report.start,
-            end: report.end,
-            folded_chars: u64::from(report.folded_chars),
-            report_chars: u64::from(
-                surface
-                    .nodes
-                    .iter()
-                    .find(|n| n.seq == report.seq)
-                    .map_or(0, |n| n.chars),
-            ),
-        });
-    }
-    let region = region::select(&surface, mark.log_length)?;
-    let request = FoldRequest {
-        mark_id: mark.id,
-        anchor: mark.log_length,
-        region,
-    };
-
-    // 4. the report.
-    let mut last = Summary::default();
-    let mut report = None;
-    for attempt in 0..=options.max_summarization_retries {
-        last = abort.race(host.summarize(&request, attempt)).await?;
-        if !last.text.trim().is_empty() {
-            report = Some(std::mem::take(&mut last.text));
-            break;
-        }
-    }
-    let Some(report) = report else {
-        return Err(FoldError::SummarizeFailed(empty_completion_message(
-            options.max_summarization_retries,
-            &last,
-        )));
-    };
-
-    // 5. the shrink check.
-    let report_chars = js_len(&report);
-    let folded_chars = request.region.folded_chars;
-    if folded_chars > 0 && report_chars >= folded_chars {
-        return Err(FoldError::Shrink(format!(
-            "the report ({report_chars} chars) is not shorter than the {folded_chars} chars it would replace; \
-             nothing was folded and the mark is still active"
-        )));
-    }
-
-    // 6. the commit.
-    abort.check()?;
-    let plan = FoldPlan {
-        request,
-        report,
-        report_chars,
-    };
-    if host.commit(&plan).await? == Commit::Changed {
-        return Err(FoldError::Changed(
-            "the surface changed while the report was being written (another fold or a compaction); \
-             nothing was folded, rewind again"
-                .into(),
-        ));
-    }
-
-    // 7. the stamp.
-    complete_fold(store, session_id, mark.id).await.map_err(|e| {
-        FoldError::StoreIo(format!(
-            "the report was committed but the mark could not be stamped folded ({e}); \
-             the next rewind finishes the stamp"
-        ))
-    })?;
-    let region = &plan.request.region;
-    Ok(FoldResult {
-        mark_id: mark.id,
-        folded_nodes: region.seqs.len() as u32,
-        start: region.start(),
-        end: region.end(),
-        folded_chars,
-        report_chars,
-    })
-}
-
-fn empty_completion_message(retries: u32, last: &Summary) -> String {
-    let mut usage = Vec::new();
-    if let Some(t) = last.output_tokens {
-        usage.push(format!("outputTokens {t}"));
-    }
-    if let Some(t) = last.reasoning_tokens {
-        usage.push(format!("reasoningTokens {t}"));
-    }
-    format!(
-        "summarization returned an empty report {} time(s) (finish: {}{}{}); nothing was folded and the mark is still active",
-        retries + 1,
-        last.finish.as_deref().unwrap_or("unknown"),
-        if usage.is_empty() { "" } else { ", " },
-        usage.join(", ")
-    )
 }

@@ -6,7 +6,8 @@
 //! - [`locks`]: per-session fold locks shared by every store and fold of a process.
 //! - [`surface`]: the surface snapshot format (what the host tells us about its surface).
 //! - [`region`]: which surface nodes a fold replaces — the fold's rules, in one file.
-//! - [`fold`]: the rewind transaction, generic over a [`fold::FoldHost`].
+//! - [`meter`]: the visible-chars meter (sizes in the JS host's unit).
+//! - [`fold`]: the rewind transaction, in its order: a state machine the host drives.
 //! - [`blocks`]: what a block summary replaces — block mode's rules, in one file.
 
 #![forbid(unsafe_code)]
@@ -15,6 +16,7 @@ pub mod blocks;
 pub mod error;
 pub mod fold;
 pub mod locks;
+pub mod meter;
 pub mod region;
 pub mod report;
 pub mod store;

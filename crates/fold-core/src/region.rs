@@ -6,23 +6,26 @@
 //! 1. **Start** at the first position whose node's *origin* is >= the anchor. Never `seq >=
 //!    anchor`: a compaction replacement appended after the mark over pre-mark history has a high
 //!    seq but stands early on the surface, and folding it would swallow the user's request.
-//! 2. **End** just before the current step's assistant node (the one carrying the rewind call),
-//!    or at the surface tail when there is none. Nothing after the current node is folded either:
+//! 2. **End** just before the current step's assistant node (the one carrying the rewind call;
+//!    without a call id, the last assistant node when it has no tool call — a final answer,
+//!    which stays — or an unanswered one), or at the surface tail when there is none. Nothing after the current node is folded either:
 //!    those are results of the current step's other calls.
 //! 3. **Leading results** whose call was issued before the start:
 //!    - the call is unknown or off the surface (an orphan): skipped, never folded alone;
-//!    - the call's assistant node issued only that call (the mark was taken mid-call: the
-//!      checkpoint runs between its own call and result): skipped, so the checkpoint pair stays
-//!      visible and the fold starts at the exploration after it;
-//!    - the call's assistant node issued several calls (exploration issued in parallel with the
-//!      checkpoint): the whole assistant node and all its results join the fold, so no call is
-//!      left on the surface without its result.
+//!    - the call's assistant node issued only that call, or none of its other results follows
+//!      (the mark was taken mid-call: the checkpoint runs between its own call and result):
+//!      skipped, so the checkpoint pair stays visible and the fold starts at the exploration
+//!      after it;
+//!    - the call's assistant node issued several calls and another of its results follows
+//!      (exploration issued in parallel with the checkpoint): the whole assistant node and all
+//!      its results join the fold, so no call is left on the surface without its result.
 //! 4. **Pairing closure**, to a fixed point: a result inside whose call stands before the start
 //!    pulls the start back to that call; an assistant node inside with a call that has no result
 //!    yet, or whose result lies past the end, pulls the end in to just before it ("the last
 //!    closed cut").
-//! 5. Nothing left → `EMPTY_REGION` (nothing after the mark, or nothing between the mark and the
-//!    rewind call) or, when the closure ate the region, `UNBALANCED`.
+//! 5. Nothing left → `EMPTY_REGION` ("no surface nodes after the checkpoint mark" when no node
+//!    stands for an event after the mark, else "... between the checkpoint mark and the rewind
+//!    call", as the reference words both) or, when the closure ate the region, `UNBALANCED`.
 //!
 //! After a fold of such a region, every tool call on the surface still has its result and every
 //! result its call (the OpenAI-compatible APIs reject anything else).
@@ -71,13 +74,8 @@ pub fn select(surface: &Surface, anchor: u64) -> Result<Region> {
     };
     // 2. end: the current step's assistant node.
     let limit = surface.current.unwrap_or(nodes.len());
-    let nothing = if surface.current.is_some() {
-        NOTHING_BEFORE_REWIND
-    } else {
-        NOTHING_AFTER_MARK
-    };
     if first >= limit {
-        return Err(empty(nothing));
+        return Err(empty(NOTHING_BEFORE_REWIND));
     }
 
     // 3. leading results whose call was issued before the start.
@@ -85,7 +83,10 @@ pub fn select(surface: &Surface, anchor: u64) -> Result<Region> {
     while start < limit && nodes[start].kind == Kind::ToolResult {
         match surface.opener_pos[start] {
             None => start += 1,
-            Some(p) if p < start && nodes[p].opens <= 1 => start += 1,
+            // The call's message issued only this call, or no other of its results follows: the
+            // checkpoint's own result (a mark taken mid-call), left visible with its call.
+            Some(p) if p < start && (nodes[p].opens <= 1 || surface.last_answer[p] <= Some(start)) => start += 1,
+            // Exploration issued in parallel with the checkpoint: fold its whole message.
             Some(p) if p < start => {
                 start = p;
                 break;
@@ -94,7 +95,7 @@ pub fn select(surface: &Surface, anchor: u64) -> Result<Region> {
         }
     }
     if start >= limit {
-        return Err(empty(nothing));
+        return Err(empty(NOTHING_BEFORE_REWIND));
     }
 
     // 4. pairing closure.
@@ -125,8 +126,9 @@ pub fn select(surface: &Surface, anchor: u64) -> Result<Region> {
     }
     if start >= end {
         return Err(FoldError::Unbalanced(
-            "the exploration since the checkpoint mark ends in a tool call that has no result yet, \
-             and no earlier cut keeps every call with its result; wait for the call to finish, then rewind"
+            "the fold region cannot be cut at a balanced boundary: the exploration since the checkpoint mark \
+             ends in a tool call that has no result yet, and no earlier cut keeps every call with its result; \
+             wait for the call to finish, then rewind"
                 .to_owned(),
         ));
     }

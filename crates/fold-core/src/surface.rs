@@ -9,7 +9,8 @@
 //! [0] FORMAT (= 1)
 //! [1] eventCount      the session log's length now; every seq is below it
 //! [2] current         seq of the assistant node carrying the rewind call, or NONE (0xFFFF_FFFF):
-//!                     then the last assistant node with an unanswered call, if any, is current
+//!                     then the last assistant node on the surface is current if it has no tool
+//!                     call (a final answer, which stays) or an unanswered one (the rewind's)
 //! [3] N               surface nodes, in model order, 5 words each:
 //!     seq             the event's seq
 //!     origin          smallest event seq the node stands for (a replacement: its sources' origins)
@@ -17,8 +18,9 @@
 //!     chars           model-visible text size (UTF-16 units: text, reasoning, call arguments, outputs)
 //!     link            assistant: how many tool calls it opens;
 //!                     tool result: 1 + seq of the assistant event that opened its call (0: unknown)
-//! [..] R              rewind reports on the surface, 6 words each:
-//!     seq, markId, foldedNodes, startSeq, endSeq, foldedChars
+//! [..] R              rewind reports on the surface, 7 words each:
+//!     seq, markIdLow, markIdHigh, foldedNodes, startSeq, endSeq, foldedChars
+//!                     (the mark id is carried whole: low and high 32 bits; ids reach 2^53 - 1)
 //! ```
 //!
 //! Version 2 (block mode) carries its own id table (each block id once) after the id sets; the
@@ -58,6 +60,13 @@
 //! immutable event and keeps every record fixed-size; interning id sets keeps the v2 node record
 //! fixed-size too. Decoding validates everything: a host bug must never become a wrong fold or a
 //! wrong commit.
+//!
+//! A host that snapshots for one anchor (a fold's) may send only the surface's suffix a fold from
+//! that anchor can reach — from the first node standing for an event at or after the anchor, back
+//! to the call of any result after it, and including the current step's node and any report
+//! appended after the anchor — and may leave `chars` 0 outside it: no region from that anchor
+//! reads them (`plugin/surface.js` does both; a test compares every anchor against the whole
+//! surface).
 
 use std::collections::HashMap;
 
@@ -67,7 +76,7 @@ pub const FORMAT: u32 = 1;
 pub const NONE: u32 = u32::MAX;
 const HEADER_WORDS: usize = 4;
 const NODE_WORDS: usize = 5;
-const REPORT_WORDS: usize = 6;
+const REPORT_WORDS: usize = 7;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -108,7 +117,7 @@ impl Node {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Report {
     pub seq: u32,
-    pub mark_id: u32,
+    pub mark_id: u64,
     pub folded_nodes: u32,
     pub start: u32,
     pub end: u32,
@@ -131,21 +140,22 @@ pub struct Surface {
     pub(crate) last_answer: Vec<Option<usize>>,
 }
 
-/// The surface position of each seq. One slot per event while that costs at most a few words per
-/// node; a map otherwise, so a snapshot that claims billions of events (a host bug, or hostile
-/// input) cannot make decoding allocate gigabytes.
+/// The surface position of each seq. One slot per event while that costs at most a few dozen
+/// words per node; a map otherwise, so a snapshot that claims billions of events (a host bug, or
+/// hostile input) cannot make decoding allocate gigabytes, and a short snapshot of a long log (the
+/// reachable tail of a surface) does not pay for a slot per event.
 enum SeqIndex {
     Dense(Vec<u32>),
     Sparse(HashMap<u32, usize>),
 }
 
-/// Event counts up to this (or 8 per node) get the dense index: 4 MiB at most.
-const DENSE_MAX_EVENTS: usize = 1 << 20;
+/// Slots per node the dense index may spend.
+const DENSE_SLOTS_PER_NODE: usize = 64;
 
 impl SeqIndex {
     fn new(event_count: u32, nodes: usize) -> Self {
         let events = event_count as usize;
-        if events <= DENSE_MAX_EVENTS.max(nodes.saturating_mul(8)) {
+        if events <= nodes.saturating_mul(DENSE_SLOTS_PER_NODE).max(1024) {
             Self::Dense(vec![NONE; events])
         } else {
             Self::Sparse(HashMap::with_capacity(nodes))
@@ -347,7 +357,7 @@ impl Surface {
             (0..n)
                 .rev()
                 .find(|&i| nodes[i].kind == Kind::Assistant)
-                .filter(|&i| answered[i] < nodes[i].opens)
+                .filter(|&i| nodes[i].opens == 0 || answered[i] < nodes[i].opens)
         } else {
             let p = pos_of_seq
                 .get(current_seq)
@@ -362,11 +372,11 @@ impl Surface {
             .chunks_exact(REPORT_WORDS)
             .map(|w| Report {
                 seq: w[0],
-                mark_id: w[1],
-                folded_nodes: w[2],
-                start: w[3],
-                end: w[4],
-                folded_chars: w[5],
+                mark_id: u64::from(w[1]) | u64::from(w[2]) << 32,
+                folded_nodes: w[3],
+                start: w[4],
+                end: w[5],
+                folded_chars: w[6],
             })
             .collect::<Vec<_>>();
         for report in &reports {
@@ -406,7 +416,12 @@ impl Surface {
         }
         words.push(reports.len() as u32);
         for r in reports {
-            words.extend([r.seq, r.mark_id, r.folded_nodes, r.start, r.end, r.folded_chars]);
+            #[allow(
+                clippy::cast_possible_truncation,
+                reason = "the id is split into its two 32-bit halves"
+            )]
+            let (low, high) = (r.mark_id as u32, (r.mark_id >> 32) as u32);
+            words.extend([r.seq, low, high, r.folded_nodes, r.start, r.end, r.folded_chars]);
         }
         words
     }

@@ -1,20 +1,28 @@
-//! The rewind transaction (`fold::rewind`) against a small Rust `FoldHost`: a session surface
-//! held in memory, a scripted summarizer, and a commit that re-selects on a fresh snapshot and
-//! splices the report in, as the JS host does. The store is a real one in a temp dir.
+//! The rewind transaction (`fold::Rewind`), driven as the binding drives it: a session surface
+//! held in memory, a scripted summarizer, a commit that re-selects on a fresh snapshot and
+//! splices the report in, and the durable stamp on a real store in a temp dir.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fold_core::fold::{self, Abort, Commit, FoldHost, FoldPlan, FoldRequest, FoldResult, RewindOptions, Summary};
+use fold_core::fold::{
+    self, Anchor, Commit, FoldPlan, FoldRequest, FoldResult, Rewind, RewindOptions, Step, Summary, TokenPrices,
+    STAMP_ATTEMPTS,
+};
 use fold_core::locks::session_locks;
 use fold_core::region;
 use fold_core::store::{Limits, Store};
 use fold_core::surface::{Kind, Node, Report, Surface};
 use fold_core::FoldError;
-use tokio::sync::Notify;
 
 const SESSION: &str = "session-1";
+
+/// Session locks are per process and keyed by session id: the tests of this file take turns.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 fn node(seq: u32, kind: Kind, chars: u32) -> Node {
     Node::new(seq, kind, chars)
@@ -38,18 +46,17 @@ fn res(seq: u32, opener: u32, chars: u32) -> Node {
     }
 }
 
-/// How the scripted summarizer behaves on each call.
+/// How the scripted summarizer answers each call.
 enum Reply {
     Text(Summary),
+    /// The summarizer failed (threw, rejected, timed out): the host drops the fold.
     Fail(FoldError),
-    /// Never settles.
-    Hang,
-    /// Fires the abort, then never settles.
-    AbortThenHang(Abort),
+    /// The caller's signal fired while the summarizer ran (it never answers).
+    Abort,
     /// A compaction replaces the region's first two nodes, then the report is returned.
     CompactThen(Summary),
-    /// Fires the abort, then returns the report anyway.
-    AbortThen(Abort),
+    /// The report is returned, then the signal fires before the commit starts.
+    AbortAfter(Summary),
 }
 
 fn text(t: &str) -> Reply {
@@ -57,7 +64,7 @@ fn text(t: &str) -> Reply {
         text: t.into(),
         finish: Some("stop".into()),
         output_tokens: Some(12),
-        reasoning_tokens: None,
+        ..Summary::default()
     })
 }
 
@@ -67,22 +74,24 @@ fn empty(finish: &str, output: u64, reasoning: Option<u64>) -> Reply {
         finish: Some(finish.into()),
         output_tokens: Some(output),
         reasoning_tokens: reasoning,
+        ..Summary::default()
     })
 }
 
-/// A session surface in memory.
+/// A session surface in memory, and the host side of a fold over it.
 struct Host {
     event_count: u32,
     current: Option<u32>,
     nodes: Vec<Node>,
     reports: Vec<Report>,
     replies: VecDeque<Reply>,
-    /// Notified when the summarizer is entered.
-    entered: Arc<Notify>,
     snapshots: u32,
     attempts: Vec<u32>,
     requests: Vec<FoldRequest>,
     commits: Vec<FoldPlan>,
+    stamps: u32,
+    /// Runs once a commit has appended the report.
+    after_commit: Option<Box<dyn FnOnce()>>,
 }
 
 /// 0 user request, 1 assistant[checkpoint], 2 tool/call, (mark: logLength 3), 3 result,
@@ -118,11 +127,12 @@ impl Host {
             nodes,
             reports: Vec::new(),
             replies: VecDeque::new(),
-            entered: Arc::new(Notify::new()),
             snapshots: 0,
             attempts: Vec::new(),
             requests: Vec::new(),
             commits: Vec::new(),
+            stamps: 0,
+            after_commit: None,
         }
     }
 
@@ -131,7 +141,13 @@ impl Host {
         self
     }
 
-    fn words(&self) -> Vec<u32> {
+    fn after_commit(mut self, f: impl FnOnce() + 'static) -> Self {
+        self.after_commit = Some(Box::new(f));
+        self
+    }
+
+    fn words(&mut self) -> Vec<u32> {
+        self.snapshots += 1;
         Surface::encode(self.event_count, self.current, &self.nodes, &self.reports)
     }
 
@@ -153,58 +169,34 @@ impl Host {
         );
         seq
     }
-}
 
-impl FoldHost for Host {
-    async fn snapshot(&mut self) -> fold_core::Result<Vec<u32>> {
-        self.snapshots += 1;
-        Ok(self.words())
-    }
-
-    async fn summarize(&mut self, request: &FoldRequest, attempt: u32) -> fold_core::Result<Summary> {
-        self.entered.notify_one();
-        self.attempts.push(attempt);
-        self.requests.push(request.clone());
-        match self.replies.pop_front().unwrap_or_else(|| text("the report")) {
-            Reply::Text(s) => Ok(s),
-            Reply::Fail(e) => Err(e),
-            Reply::Hang => std::future::pending().await,
-            Reply::AbortThenHang(abort) => {
-                abort.fire();
-                std::future::pending().await
-            }
-            Reply::AbortThen(abort) => {
-                abort.fire();
-                Ok(Summary {
-                    text: "the report".into(),
-                    ..Summary::default()
-                })
-            }
-            Reply::CompactThen(s) => {
-                let start = request.region.start_pos;
-                self.replace(start, start + 2, 10);
-                Ok(s)
-            }
-        }
-    }
-
-    async fn commit(&mut self, plan: &FoldPlan) -> fold_core::Result<Commit> {
+    /// The one synchronous commit step: re-select on a fresh snapshot, append if unchanged.
+    fn commit(&mut self, plan: &FoldPlan) -> Commit {
         self.commits.push(plan.clone());
-        let fresh = Surface::decode(&self.words())?;
+        let fresh = Surface::decode(&Surface::encode(
+            self.event_count,
+            self.current,
+            &self.nodes,
+            &self.reports,
+        ))
+        .unwrap();
         let region = &plan.request.region;
         if !region::still_matches(&fresh, plan.request.anchor, &region.seqs) {
-            return Ok(Commit::Changed);
+            return Commit::Changed;
         }
         let seq = self.replace(region.start_pos, region.end_pos, plan.report_chars as u32);
         self.reports.push(Report {
             seq,
-            mark_id: plan.request.mark_id as u32,
+            mark_id: plan.request.mark_id,
             folded_nodes: region.seqs.len() as u32,
             start: region.start(),
             end: region.end(),
             folded_chars: region.folded_chars as u32,
         });
-        Ok(Commit::Committed)
+        if let Some(f) = self.after_commit.take() {
+            f();
+        }
+        Commit::Committed
     }
 }
 
@@ -217,16 +209,66 @@ fn store() -> (tempfile::TempDir, Arc<Store>) {
     (dir, store)
 }
 
-async fn marked() -> (tempfile::TempDir, Arc<Store>, u64) {
+fn marked() -> (tempfile::TempDir, Arc<Store>, u64) {
     let (dir, store) = store();
-    let mark = fold::mark(&store, SESSION, ANCHOR, Some("find the bug".into()))
-        .await
-        .unwrap();
+    let mark = store.mark(SESSION, ANCHOR, Some("find the bug")).unwrap();
     (dir, store, mark.id)
 }
 
-async fn rewind(store: &Arc<Store>, host: &mut Host) -> fold_core::Result<FoldResult> {
-    fold::rewind(store, SESSION, host, RewindOptions::default(), &Abort::default()).await
+fn mark_of(store: &Store, session: &str) -> Option<Anchor> {
+    store.latest(session).unwrap().as_ref().map(Anchor::from)
+}
+
+/// Drives a whole rewind of `session` the way the binding does, on one thread: the mark from the
+/// store, then each step; a summarizer failure or an abort drops the fold (releasing its lock).
+fn drive_session(
+    store: &Store,
+    session: &str,
+    host: &mut Host,
+    options: RewindOptions,
+) -> fold_core::Result<FoldResult> {
+    let (mut rewind, mut step) = Rewind::begin(session, mark_of(store, session), options)?;
+    loop {
+        step = match step {
+            Step::Snapshot => rewind.snapshot(&host.words())?,
+            Step::Summarize { request, attempt } => {
+                host.attempts.push(attempt);
+                host.requests.push(request.clone());
+                match host.replies.pop_front().unwrap_or_else(|| text("the report")) {
+                    Reply::Text(s) => rewind.summarized(s)?,
+                    Reply::Fail(e) => return Err(e),
+                    Reply::Abort => {
+                        rewind.abort()?;
+                        unreachable!("an abort before the commit ends the fold")
+                    }
+                    Reply::CompactThen(s) => {
+                        let start = request.region.start_pos;
+                        host.replace(start, start + 2, 10);
+                        rewind.summarized(s)?
+                    }
+                    Reply::AbortAfter(s) => {
+                        let next = rewind.summarized(s)?;
+                        assert!(matches!(next, Step::Commit(_)));
+                        rewind.abort()?;
+                        unreachable!("an abort before the commit ends the fold")
+                    }
+                }
+            }
+            Step::Commit(plan) => {
+                let answer = host.commit(&plan);
+                rewind.committed(answer)?
+            }
+            Step::Stamp { mark_id } => {
+                host.stamps += 1;
+                rewind.stamped(store.complete_fold(session, mark_id))?
+            }
+            Step::Done(result) => return Ok(result),
+        };
+    }
+}
+
+fn drive(store: &Store, host: &mut Host) -> fold_core::Result<FoldResult> {
+    drive_session(store, SESSION, host, RewindOptions::default())
 }
 
 fn retries(n: u32) -> RewindOptions {
@@ -249,11 +291,19 @@ fn assert_untouched(host: &Host) {
     assert!(host.reports.is_empty());
 }
 
-#[tokio::test]
-async fn a_successful_fold_stamps_the_mark_and_returns_the_result() {
-    let (_dir, store, mark_id) = marked().await;
+fn assert_unlocked(session: &str) {
+    assert!(
+        !session_locks().is_held(session),
+        "the session's fold lock was released"
+    );
+}
+
+#[test]
+fn a_successful_fold_stamps_the_mark_and_returns_the_result() {
+    let _serial = serial();
+    let (_dir, store, mark_id) = marked();
     let mut host = exploration().replying([text("Explored: the bug is in parse().")]);
-    let result = rewind(&store, &mut host).await.unwrap();
+    let result = drive(&store, &mut host).unwrap();
     assert_eq!(
         result,
         FoldResult {
@@ -263,10 +313,12 @@ async fn a_successful_fold_stamps_the_mark_and_returns_the_result() {
             end: 11,
             folded_chars: REGION_CHARS,
             report_chars: 32,
+            tokens_freed: None,
+            stamp_error: None,
         }
     );
-    // The summarizer saw the region, once.
-    assert_eq!(host.attempts, [0]);
+    // One snapshot, the summarizer saw the region once.
+    assert_eq!((host.snapshots, host.attempts.as_slice()), (1, [0].as_slice()));
     let request = &host.requests[0];
     assert_eq!((request.mark_id, request.anchor), (mark_id, ANCHOR));
     assert_eq!(request.region.seqs, REGION);
@@ -276,45 +328,100 @@ async fn a_successful_fold_stamps_the_mark_and_returns_the_result() {
     assert_eq!(host.seqs(), [0, 1, 3, 14, 12]);
     assert_eq!(host.nodes[3].origin, 4);
     // The mark is folded, durably.
-    let latest = store.latest(SESSION).unwrap().unwrap();
-    assert!(latest.folded_at.is_some());
+    assert!(store.latest(SESSION).unwrap().unwrap().folded_at.is_some());
     assert!(!store.has_active(SESSION).unwrap());
     assert!(!Store::new(store.path(), Limits::default()).has_active(SESSION).unwrap());
-    // The session lock was released.
-    assert!(session_locks()
-        .try_lock(&store.path().to_string_lossy(), SESSION)
-        .is_some());
+    assert_eq!(host.stamps, 1);
+    assert_unlocked(SESSION);
 }
 
-#[tokio::test]
-async fn report_chars_are_counted_in_utf16_units_like_js() {
-    let (_dir, store, _) = marked().await;
+#[test]
+fn the_steps_come_in_the_transactions_order_and_the_lock_is_held_until_the_end() {
+    let _serial = serial();
+    let (_dir, store, mark_id) = marked();
+    let mut host = exploration();
+    let (mut rewind, step) = Rewind::begin(SESSION, mark_of(&store, SESSION), RewindOptions::default()).unwrap();
+    assert_eq!(step, Step::Snapshot);
+    assert!(session_locks().is_held(SESSION), "the lock is taken at begin");
+    let Step::Summarize { request, attempt: 0 } = rewind.snapshot(&host.words()).unwrap() else {
+        panic!("a summary is asked next")
+    };
+    assert_eq!(request.region.seqs, REGION);
+    let Step::Commit(plan) = rewind
+        .summarized(Summary {
+            text: "report".into(),
+            ..Summary::default()
+        })
+        .unwrap()
+    else {
+        panic!("a commit is asked next")
+    };
+    assert_eq!(plan.report, "report");
+    assert!(!rewind.committed_already());
+    let answer = host.commit(&plan);
+    assert_eq!(rewind.committed(answer).unwrap(), Step::Stamp { mark_id });
+    assert!(rewind.committed_already());
+    let Step::Done(result) = rewind.stamped(Ok(true)).unwrap() else {
+        panic!("done")
+    };
+    assert_eq!(result.mark_id, mark_id);
+    assert!(session_locks().is_held(SESSION), "held until the fold is dropped");
+    drop(rewind);
+    assert_unlocked(SESSION);
+}
+
+#[test]
+fn steps_out_of_order_are_a_host_failure_that_ends_the_fold() {
+    let _serial = serial();
+    let (_dir, store, _) = marked();
+    let (mut rewind, _) = Rewind::begin(SESSION, mark_of(&store, SESSION), RewindOptions::default()).unwrap();
+    let err = rewind.summarized(Summary::default()).unwrap_err();
+    assert_eq!(err.code(), "HOST_FAILED", "{err}");
+    assert!(err.to_string().contains("out of order"), "{err}");
+    // The fold is over: even the right step is refused now.
+    assert_eq!(
+        rewind.snapshot(&exploration().words()).unwrap_err().code(),
+        "HOST_FAILED"
+    );
+    assert_eq!(rewind.stamped(Ok(true)).unwrap_err().code(), "HOST_FAILED");
+    drop(rewind);
+    assert_unlocked(SESSION);
+    assert_still_active(&store);
+}
+
+#[test]
+fn report_chars_are_counted_in_utf16_units_like_js() {
+    let _serial = serial();
+    let (_dir, store, _) = marked();
     // 4 chars in JS (the emoji is a surrogate pair), 9 bytes of UTF-8.
     let mut host = exploration().replying([text("é😀a")]);
-    assert_eq!(rewind(&store, &mut host).await.unwrap().report_chars, 4);
+    assert_eq!(drive(&store, &mut host).unwrap().report_chars, 4);
 }
 
-#[tokio::test]
-async fn without_a_mark_it_is_no_checkpoint() {
+#[test]
+fn without_a_mark_it_is_no_checkpoint() {
+    let _serial = serial();
     let (_dir, store) = store();
     let mut host = exploration();
-    let err = rewind(&store, &mut host).await.unwrap_err();
+    let err = drive(&store, &mut host).unwrap_err();
     assert_eq!(err.code(), "NO_CHECKPOINT", "{err}");
     assert_eq!(host.snapshots, 0);
     // Another session's mark is not this session's.
-    fold::mark(&store, "other", 1, None).await.unwrap();
-    assert_eq!(rewind(&store, &mut host).await.unwrap_err().code(), "NO_CHECKPOINT");
+    store.mark("other", 1, None).unwrap();
+    assert_eq!(drive(&store, &mut host).unwrap_err().code(), "NO_CHECKPOINT");
+    assert_unlocked(SESSION);
 }
 
-#[tokio::test]
-async fn an_already_folded_mark_is_an_empty_region() {
-    let (_dir, store, mark_id) = marked().await;
+#[test]
+fn an_already_folded_mark_is_an_empty_region() {
+    let _serial = serial();
+    let (_dir, store, mark_id) = marked();
     let mut host = exploration();
-    rewind(&store, &mut host).await.unwrap();
+    drive(&store, &mut host).unwrap();
     // One fold per mark: even with new exploration on the surface.
     host.nodes.insert(4, user(15, 40));
     host.event_count = 16;
-    let err = rewind(&store, &mut host).await.unwrap_err();
+    let err = drive(&store, &mut host).unwrap_err();
     assert_eq!(err.code(), "EMPTY_REGION", "{err}");
     assert!(
         err.to_string().contains(&format!("mark {mark_id} was already folded")),
@@ -322,83 +429,75 @@ async fn an_already_folded_mark_is_an_empty_region() {
     );
     assert_eq!(host.attempts, [0], "the summarizer ran only for the first fold");
     // A new mark can be folded again.
-    fold::mark(&store, SESSION, 15, None).await.unwrap();
-    let second = rewind(&store, &mut host).await.unwrap();
-    assert_eq!(second.mark_id, mark_id + 1);
+    store.mark(SESSION, 15, None).unwrap();
+    assert_eq!(drive(&store, &mut host).unwrap().mark_id, mark_id + 1);
 }
 
-#[tokio::test]
-async fn the_region_rules_apply_inside_the_transaction() {
+#[test]
+fn the_region_rules_apply_inside_the_transaction() {
+    let _serial = serial();
     let (_dir, store) = store();
     // Marked right before the rewind: nothing to fold.
-    fold::mark(&store, SESSION, 12, None).await.unwrap();
+    store.mark(SESSION, 12, None).unwrap();
     let mut host = exploration();
-    let err = rewind(&store, &mut host).await.unwrap_err();
+    let err = drive(&store, &mut host).unwrap_err();
     assert_eq!(
         (err.code(), err.to_string().as_str()),
         ("EMPTY_REGION", region::NOTHING_BEFORE_REWIND)
     );
     assert_eq!(host.attempts, Vec::<u32>::new());
     assert_still_active(&store);
+    assert_unlocked(SESSION);
 }
 
-#[tokio::test]
-async fn a_held_session_lock_is_fold_in_progress_without_waiting() {
-    let (_dir, store, _) = marked().await;
-    let key = store.path().to_string_lossy().into_owned();
-    let guard = session_locks().lock(&key, SESSION).await;
+#[test]
+fn a_held_session_lock_is_fold_in_progress_without_waiting() {
+    let _serial = serial();
+    let (_dir, store, _) = marked();
+    let (first, _) = Rewind::begin(SESSION, mark_of(&store, SESSION), RewindOptions::default()).unwrap();
     let mut host = exploration();
-    let err = tokio::time::timeout(Duration::from_secs(5), rewind(&store, &mut host))
-        .await
-        .expect("try-lock never waits")
-        .unwrap_err();
+    let err = drive(&store, &mut host).unwrap_err();
     assert_eq!(err.code(), "FOLD_IN_PROGRESS", "{err}");
+    assert!(err.to_string().contains("already in progress"), "{err}");
     assert_eq!(host.snapshots, 0, "nothing was read");
     assert_still_active(&store);
-    // Other sessions of the same store are not blocked.
-    fold::mark(&store, "other", ANCHOR, None).await.unwrap();
-    let mut other = exploration();
-    fold::rewind(&store, "other", &mut other, RewindOptions::default(), &Abort::default())
-        .await
-        .unwrap();
-    drop(guard);
-    rewind(&store, &mut host).await.unwrap();
+    // Other sessions are not blocked.
+    store.mark("other", ANCHOR, None).unwrap();
+    drive_session(&store, "other", &mut exploration(), RewindOptions::default()).unwrap();
+    // The first fold dropped (say its summarizer failed): the session folds again.
+    drop(first);
+    drive(&store, &mut host).unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_second_rewind_while_one_runs_is_fold_in_progress() {
-    let (_dir, store, _) = marked().await;
-    let abort = Abort::default();
-    let first = exploration().replying([Reply::Hang]);
-    let entered = first.entered.clone();
-    let running = tokio::spawn({
-        let (store, abort) = (store.clone(), abort.clone());
-        async move {
-            let mut host = first;
-            let out = fold::rewind(&store, SESSION, &mut host, RewindOptions::default(), &abort).await;
-            (out, host)
-        }
+#[allow(
+    clippy::await_holding_lock,
+    reason = "the guard only serializes this file's tests; nothing else takes it"
+)]
+async fn a_mark_taken_while_a_fold_runs_lands_after_it() {
+    let _serial = serial();
+    let (_dir, store, first) = marked();
+    let (rewind, _) = Rewind::begin(SESSION, mark_of(&store, SESSION), RewindOptions::default()).unwrap();
+    let marking = tokio::spawn({
+        let store = store.clone();
+        async move { fold::mark(&store, SESSION, 20, None).await }
     });
-    entered.notified().await;
-    let mut second = exploration();
-    let err = tokio::time::timeout(Duration::from_secs(5), rewind(&store, &mut second))
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(!marking.is_finished(), "the mark waits for the fold's lock");
+    drop(rewind);
+    let second = tokio::time::timeout(Duration::from_secs(5), marking)
         .await
-        .expect("try-lock never waits")
-        .unwrap_err();
-    assert_eq!(err.code(), "FOLD_IN_PROGRESS", "{err}");
-    assert_eq!(second.snapshots, 0);
-    abort.fire();
-    let (out, host) = running.await.unwrap();
-    assert_eq!(out.unwrap_err().code(), "ABORTED");
-    assert_untouched(&host);
-    assert_still_active(&store);
-    // The lock is free again: the fold can be retried.
-    rewind(&store, &mut second).await.unwrap();
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(second.id, first + 1);
+    assert_unlocked(SESSION);
 }
 
-#[tokio::test]
-async fn empty_completions_are_retried_then_summarize_failed_with_finish_and_usage() {
-    let (_dir, store, _) = marked().await;
+#[test]
+fn empty_completions_are_retried_then_summarize_failed_with_finish_and_usage() {
+    let _serial = serial();
+    let (_dir, store, _) = marked();
     let mut host = exploration().replying([
         empty("length", 0, Some(3)),
         Reply::Text(Summary {
@@ -408,9 +507,7 @@ async fn empty_completions_are_retried_then_summarize_failed_with_finish_and_usa
         empty("length", 512, Some(498)),
         text("never asked for"),
     ]);
-    let err = fold::rewind(&store, SESSION, &mut host, retries(2), &Abort::default())
-        .await
-        .unwrap_err();
+    let err = drive_session(&store, SESSION, &mut host, retries(2)).unwrap_err();
     assert_eq!(err.code(), "SUMMARIZE_FAILED", "{err}");
     assert_eq!(
         host.attempts,
@@ -418,183 +515,257 @@ async fn empty_completions_are_retried_then_summarize_failed_with_finish_and_usa
         "1 try + 2 retries; whitespace counts as empty"
     );
     let msg = err.to_string();
-    for part in ["3 time(s)", "finish: length", "outputTokens 512", "reasoningTokens 498"] {
-        assert!(msg.contains(part), "{part:?} missing from {msg:?}");
-    }
+    assert!(
+        msg.contains(
+            "no text report content after 2 retries (finish: length, outputTokens: 512, reasoningTokens: 498)"
+        ),
+        "{msg}"
+    );
     assert!(host.commits.is_empty());
     assert_untouched(&host);
     assert_still_active(&store);
+    assert_unlocked(SESSION);
 }
 
-#[tokio::test]
-async fn summarize_failed_leaves_out_reasoning_tokens_when_absent() {
-    let (_dir, store, _) = marked().await;
+#[test]
+fn summarize_failed_leaves_out_reasoning_tokens_when_absent() {
+    let _serial = serial();
+    let (_dir, store, _) = marked();
     let mut host = exploration().replying([empty("content_filter", 7, None)]);
-    let err = fold::rewind(&store, SESSION, &mut host, retries(0), &Abort::default())
-        .await
-        .unwrap_err();
+    let err = drive_session(&store, SESSION, &mut host, retries(0)).unwrap_err();
     assert_eq!(err.code(), "SUMMARIZE_FAILED");
     assert_eq!(host.attempts, [0], "no retries");
     let msg = err.to_string();
     assert!(
-        msg.contains("finish: content_filter") && msg.contains("outputTokens 7"),
+        msg.contains("after 0 retries (finish: content_filter, outputTokens: 7)"),
         "{msg}"
     );
     assert!(!msg.contains("reasoningTokens"), "{msg}");
     // No finish reason and no usage at all.
     let mut host = exploration().replying([Reply::Text(Summary::default())]);
-    let err = fold::rewind(&store, SESSION, &mut host, retries(0), &Abort::default())
-        .await
-        .unwrap_err();
-    let msg = err.to_string();
-    assert!(msg.contains("finish: unknown") && !msg.contains("Tokens"), "{msg}");
+    let msg = drive_session(&store, SESSION, &mut host, retries(0))
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("(finish: unknown)"), "{msg}");
     assert_still_active(&store);
 }
 
-#[tokio::test]
-async fn a_report_after_an_empty_completion_folds() {
-    let (_dir, store, mark_id) = marked().await;
+#[test]
+fn a_report_after_an_empty_completion_folds() {
+    let _serial = serial();
+    let (_dir, store, mark_id) = marked();
     let mut host = exploration().replying([empty("length", 0, Some(40)), text("the report")]);
-    let result = rewind(&store, &mut host).await.unwrap();
+    let result = drive(&store, &mut host).unwrap();
     assert_eq!(host.attempts, [0, 1]);
     assert_eq!((result.mark_id, result.report_chars), (mark_id, 10));
     assert_eq!(host.commits[0].report, "the report");
 }
 
-#[tokio::test]
-async fn a_report_not_shorter_than_the_region_is_shrink() {
-    let (_dir, store, _) = marked().await;
+#[test]
+fn a_report_not_smaller_than_the_region_is_shrink() {
+    let _serial = serial();
+    let (_dir, store, _) = marked();
     let same = "x".repeat(REGION_CHARS as usize);
     let mut host = exploration().replying([text(&same)]);
-    let err = rewind(&store, &mut host).await.unwrap_err();
+    let err = drive(&store, &mut host).unwrap_err();
     assert_eq!(err.code(), "SHRINK", "{err}");
-    assert!(err.to_string().contains("300"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("(300 chars) is not smaller than the folded region (300 chars over 5 nodes)"),
+        "{err}"
+    );
     assert!(host.commits.is_empty());
     assert_untouched(&host);
     assert_still_active(&store);
     // One char shorter folds.
     let mut host = exploration().replying([text(&same[1..])]);
-    assert_eq!(rewind(&store, &mut host).await.unwrap().report_chars, REGION_CHARS - 1);
+    assert_eq!(drive(&store, &mut host).unwrap().report_chars, REGION_CHARS - 1);
 }
 
-#[tokio::test]
-async fn the_shrink_check_is_skipped_for_a_region_without_text() {
-    let (_dir, store, _) = marked().await;
+#[test]
+fn with_token_prices_the_shrink_check_compares_tokens_and_the_result_frees_them() {
+    let _serial = serial();
+    let priced = |text: &str, region: u64, report: u64| {
+        Reply::Text(Summary {
+            text: text.into(),
+            tokens: Some(TokenPrices { region, report }),
+            ..Summary::default()
+        })
+    };
+    // Longer than the region in chars, lighter in tokens: folds, freeing the difference.
+    let (_dir, store, _) = marked();
+    let long = "y".repeat(REGION_CHARS as usize + 10);
+    let mut host = exploration().replying([priced(&long, 120, 80)]);
+    let result = drive(&store, &mut host).unwrap();
+    assert_eq!(
+        (result.report_chars, result.tokens_freed),
+        (REGION_CHARS + 10, Some(40))
+    );
+    // Shorter in chars, not lighter in tokens: SHRINK, in tokens.
+    let (_dir, store, _) = marked();
+    let mut host = exploration().replying([priced("short", 120, 120)]);
+    let err = drive(&store, &mut host).unwrap_err();
+    assert_eq!(err.code(), "SHRINK");
+    assert!(
+        err.to_string()
+            .contains("(120 tokens) is not smaller than the folded region (120 tokens over 5 nodes)"),
+        "{err}"
+    );
+    assert_untouched(&host);
+    assert_still_active(&store);
+}
+
+#[test]
+fn the_shrink_check_is_skipped_for_a_region_without_text() {
+    let _serial = serial();
+    let (_dir, store, _) = marked();
     let mut host = exploration();
     for n in &mut host.nodes[3..8] {
         n.chars = 0;
     }
     let mut host = host.replying([text(&"long report ".repeat(50))]);
-    let result = rewind(&store, &mut host).await.unwrap();
+    let result = drive(&store, &mut host).unwrap();
     assert_eq!((result.folded_chars, result.report_chars), (0, 600));
 }
 
-#[tokio::test]
-async fn a_surface_that_changed_under_the_summarizer_is_changed() {
-    let (_dir, store, _) = marked().await;
+#[test]
+fn a_surface_that_changed_under_the_summarizer_is_changed() {
+    let _serial = serial();
+    let (_dir, store, _) = marked();
     let mut host = exploration().replying([Reply::CompactThen(Summary {
         text: "the report".into(),
         ..Summary::default()
     })]);
-    let err = rewind(&store, &mut host).await.unwrap_err();
+    let err = drive(&store, &mut host).unwrap_err();
     assert_eq!(err.code(), "CHANGED", "{err}");
+    assert!(err.to_string().contains("changed during summarization"), "{err}");
     assert_eq!(host.commits.len(), 1, "the commit answered changed");
     assert_eq!(host.seqs(), [0, 1, 3, 14, 7, 10, 11, 12], "only the compaction landed");
     assert!(host.reports.is_empty());
     assert_still_active(&store);
     // Retrying folds the new region.
-    let result = rewind(&store, &mut host).await.unwrap();
+    let result = drive(&store, &mut host).unwrap();
     assert_eq!((result.start, result.end, result.folded_nodes), (14, 11, 4));
 }
 
-#[tokio::test]
-async fn an_abort_before_the_rewind_is_aborted() {
-    let (_dir, store, _) = marked().await;
-    let abort = Abort::default();
-    abort.fire();
-    let mut host = exploration();
-    let err = fold::rewind(&store, SESSION, &mut host, RewindOptions::default(), &abort)
-        .await
-        .unwrap_err();
+#[test]
+fn an_abort_right_after_begin_is_aborted() {
+    let _serial = serial();
+    let (_dir, store, _) = marked();
+    let (mut rewind, _) = Rewind::begin(SESSION, mark_of(&store, SESSION), RewindOptions::default()).unwrap();
+    let err = rewind.abort().unwrap_err();
     assert_eq!(err.code(), "ABORTED", "{err}");
-    assert_eq!((host.snapshots, host.attempts.len(), host.commits.len()), (0, 0, 0));
-    assert_untouched(&host);
+    assert_eq!(
+        rewind.snapshot(&exploration().words()).unwrap_err().code(),
+        "HOST_FAILED",
+        "the fold is over"
+    );
+    drop(rewind);
     assert_still_active(&store);
+    assert_unlocked(SESSION);
 }
 
-#[tokio::test]
-async fn an_abort_during_a_summarizer_that_never_settles_is_aborted() {
-    let (_dir, store, _) = marked().await;
-    let abort = Abort::default();
-    let mut host = exploration().replying([Reply::AbortThenHang(abort.clone())]);
-    let err = tokio::time::timeout(
-        Duration::from_secs(5),
-        fold::rewind(&store, SESSION, &mut host, RewindOptions::default(), &abort),
-    )
-    .await
-    .expect("the abort ends the wait")
-    .unwrap_err();
+#[test]
+fn an_abort_while_the_summarizer_runs_is_aborted() {
+    let _serial = serial();
+    let (_dir, store, _) = marked();
+    let mut host = exploration().replying([Reply::Abort]);
+    let err = drive(&store, &mut host).unwrap_err();
     assert_eq!(err.code(), "ABORTED", "{err}");
     assert_eq!(host.attempts, [0]);
     assert!(host.commits.is_empty());
     assert_untouched(&host);
     assert_still_active(&store);
+    assert_unlocked(SESSION);
 }
 
-#[tokio::test]
-async fn an_abort_after_the_report_but_before_the_commit_is_aborted() {
-    let (_dir, store, _) = marked().await;
-    let abort = Abort::default();
-    let mut host = exploration().replying([Reply::AbortThen(abort.clone())]);
-    let err = fold::rewind(&store, SESSION, &mut host, RewindOptions::default(), &abort)
-        .await
-        .unwrap_err();
+#[test]
+fn an_abort_after_the_report_but_before_the_commit_is_aborted() {
+    let _serial = serial();
+    let (_dir, store, _) = marked();
+    let mut host = exploration().replying([Reply::AbortAfter(Summary {
+        text: "the report".into(),
+        ..Summary::default()
+    })]);
+    let err = drive(&store, &mut host).unwrap_err();
     assert_eq!(err.code(), "ABORTED", "{err}");
     assert!(host.commits.is_empty(), "the commit never starts");
     assert_untouched(&host);
     assert_still_active(&store);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_abort_from_another_task_ends_a_hanging_summarizer() {
-    let (_dir, store, _) = marked().await;
-    let abort = Abort::default();
-    let mut host = exploration().replying([Reply::Hang]);
-    let entered = host.entered.clone();
-    let firing = tokio::spawn({
-        let abort = abort.clone();
-        async move {
-            entered.notified().await;
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            abort.fire();
-        }
+#[test]
+fn an_abort_once_committed_is_ignored() {
+    let _serial = serial();
+    let (_dir, store, mark_id) = marked();
+    let mut host = exploration();
+    let (mut rewind, _) = Rewind::begin(SESSION, mark_of(&store, SESSION), RewindOptions::default()).unwrap();
+    let Step::Summarize { .. } = rewind.snapshot(&host.words()).unwrap() else {
+        panic!()
+    };
+    let Step::Commit(plan) = rewind
+        .summarized(Summary {
+            text: "r".into(),
+            ..Summary::default()
+        })
+        .unwrap()
+    else {
+        panic!()
+    };
+    let answer = host.commit(&plan);
+    assert_eq!(rewind.committed(answer).unwrap(), Step::Stamp { mark_id });
+    rewind.abort().expect("the fold has happened: the abort is ignored");
+    assert!(matches!(
+        rewind.stamped(store.complete_fold(SESSION, mark_id)).unwrap(),
+        Step::Done(_)
+    ));
+    rewind.abort().expect("and still after it is done");
+    drop(rewind);
+    assert!(!store.has_active(SESSION).unwrap());
+    // A repair is a fold that has happened too.
+    let mut host = exploration();
+    host.replace(3, 8, 33);
+    host.reports.push(Report {
+        seq: 14,
+        mark_id: mark_id + 1,
+        folded_nodes: 5,
+        start: 4,
+        end: 11,
+        folded_chars: 300,
     });
-    let err = tokio::time::timeout(
-        Duration::from_secs(5),
-        fold::rewind(&store, SESSION, &mut host, RewindOptions::default(), &abort),
-    )
-    .await
-    .expect("the abort ends the wait")
-    .unwrap_err();
-    firing.await.unwrap();
-    assert_eq!(err.code(), "ABORTED", "{err}");
-    assert_untouched(&host);
-    assert_still_active(&store);
-    assert!(session_locks()
-        .try_lock(&store.path().to_string_lossy(), SESSION)
-        .is_some());
+    store.mark(SESSION, ANCHOR, None).unwrap();
+    let (mut rewind, _) = Rewind::begin(SESSION, mark_of(&store, SESSION), RewindOptions::default()).unwrap();
+    assert_eq!(
+        rewind.snapshot(&host.words()).unwrap(),
+        Step::Stamp { mark_id: mark_id + 1 }
+    );
+    rewind.abort().expect("a repair is not cancelled");
 }
 
-#[tokio::test]
-async fn a_committed_but_unstamped_fold_is_repaired_not_folded_again() {
-    let (_dir, store, mark_id) = marked().await;
+#[test]
+fn a_summarizer_failure_drops_the_fold_writing_nothing() {
+    let _serial = serial();
+    let (_dir, store, _) = marked();
+    let failure = FoldError::SummarizeFailed("summarization failed: rate limited".into());
+    let mut host = exploration().replying([Reply::Fail(failure.clone()), text("never asked for")]);
+    assert_eq!(drive(&store, &mut host).unwrap_err(), failure);
+    assert_eq!(host.attempts, [0], "an error is not an empty completion: no retry");
+    assert_untouched(&host);
+    assert_still_active(&store);
+    assert_unlocked(SESSION);
+}
+
+#[test]
+fn a_committed_but_unstamped_fold_is_repaired_not_folded_again() {
+    let _serial = serial();
+    let (_dir, store, mark_id) = marked();
     // The process died between the commit and the stamp: the report (seq 14, 33 chars) of this
     // mark is on the surface, in the snapshot's reports trailer, while the store says active.
     let mut host = exploration();
     host.replace(3, 8, 33);
     host.reports.push(Report {
         seq: 14,
-        mark_id: mark_id as u32,
+        mark_id,
         folded_nodes: 5,
         start: 4,
         end: 11,
@@ -602,7 +773,7 @@ async fn a_committed_but_unstamped_fold_is_repaired_not_folded_again() {
     });
     let before = host.seqs();
     assert_still_active(&store);
-    let result = rewind(&store, &mut host).await.unwrap();
+    let result = drive(&store, &mut host).unwrap();
     assert_eq!(
         result,
         FoldResult {
@@ -612,6 +783,8 @@ async fn a_committed_but_unstamped_fold_is_repaired_not_folded_again() {
             end: 11,
             folded_chars: 300,
             report_chars: 33,
+            tokens_freed: None,
+            stamp_error: None,
         }
     );
     assert!(host.attempts.is_empty(), "the summarizer is never called");
@@ -621,81 +794,189 @@ async fn a_committed_but_unstamped_fold_is_repaired_not_folded_again() {
     assert!(!Store::new(store.path(), Limits::default()).has_active(SESSION).unwrap());
 }
 
-#[tokio::test]
-async fn a_report_of_an_older_mark_does_not_repair_the_latest() {
-    let (_dir, store, first) = marked().await;
+#[test]
+fn a_report_of_an_older_mark_does_not_repair_the_latest() {
+    let _serial = serial();
+    let (_dir, store, first) = marked();
     let mut host = exploration();
-    rewind(&store, &mut host).await.unwrap();
-    assert_eq!(host.reports[0].mark_id as u64, first);
+    drive(&store, &mut host).unwrap();
+    assert_eq!(host.reports[0].mark_id, first);
     // The rewind's result (15), a new mark (logLength 16), new exploration, a new rewind call:
     // the old report stays on the surface, the new region is folded.
-    let second = fold::mark(&store, SESSION, 16, None).await.unwrap();
+    let second = store.mark(SESSION, 16, None).unwrap();
     host.nodes
         .extend([res(15, 12, 5), asst(16, 1, 10), res(17, 16, 90), asst(18, 1, 5)]);
     host.event_count = 19;
     host.current = Some(18);
-    let result = rewind(&store, &mut host).await.unwrap();
+    let result = drive(&store, &mut host).unwrap();
     assert_eq!((result.mark_id, result.start, result.end), (second.id, 16, 17));
     assert_eq!(host.attempts, [0, 0]);
 }
 
-#[tokio::test]
-async fn a_summarizer_error_passes_through() {
-    let (_dir, store, _) = marked().await;
-    let failure = FoldError::HostFailed("summarize rejected: rate limited".into());
-    let mut host = exploration().replying([Reply::Fail(failure.clone()), text("never asked for")]);
-    let err = rewind(&store, &mut host).await.unwrap_err();
-    assert_eq!(err, failure);
-    assert_eq!(host.attempts, [0], "an error is not an empty completion: no retry");
-    assert_untouched(&host);
-    assert_still_active(&store);
+#[test]
+fn a_report_appended_before_the_mark_never_repairs_it() {
+    let _serial = serial();
+    // The store file was deleted (or `store` moved): ids restart at 1. An old fold's report,
+    // which named mark 1 of the old store, stands on the surface (seq 14); the new store's first
+    // mark, id 1 again, is taken after it (log length 16). The report is older than the mark, so
+    // it is not that mark's fold: the new exploration is folded.
+    let (_dir, store) = store();
+    let mut host = exploration();
+    host.replace(3, 8, 33);
+    host.reports.push(Report {
+        seq: 14,
+        mark_id: 1,
+        folded_nodes: 5,
+        start: 4,
+        end: 11,
+        folded_chars: 300,
+    });
+    host.nodes
+        .extend([res(15, 12, 5), asst(16, 1, 10), res(17, 16, 90), asst(18, 1, 5)]);
+    host.event_count = 19;
+    host.current = Some(18);
+    let mark = store.mark(SESSION, 16, None).unwrap();
+    assert_eq!(mark.id, 1, "a fresh store starts at 1 again");
+    let result = drive(&store, &mut host).unwrap();
+    assert_eq!(
+        (result.mark_id, result.start, result.end, result.folded_nodes),
+        (1, 16, 17, 2)
+    );
+    assert_eq!(host.attempts, [0], "the new region was summarized, not repaired");
+    assert_eq!(host.commits.len(), 1);
 }
 
-#[tokio::test]
-async fn more_than_eight_retries_is_an_invalid_argument() {
-    let (_dir, store, _) = marked().await;
+#[test]
+fn a_report_names_its_mark_id_whole_past_32_bits() {
+    let _serial = serial();
+    // Mark 2^32 + 1's report must not be read as mark 1's, nor mark 1's as 2^32 + 1's.
+    let (_dir, store, mark_id) = marked();
+    assert_eq!(mark_id, 1);
     let mut host = exploration();
-    let err = fold::rewind(&store, SESSION, &mut host, retries(9), &Abort::default())
-        .await
-        .unwrap_err();
+    host.replace(3, 8, 33);
+    host.reports.push(Report {
+        seq: 14,
+        mark_id: (1 << 32) + 1,
+        folded_nodes: 5,
+        start: 4,
+        end: 11,
+        folded_chars: 300,
+    });
+    let decoded = Surface::decode(&host.words()).unwrap();
+    assert_eq!(decoded.reports[0].mark_id, (1 << 32) + 1);
+    // Not this mark's report: the fold goes on (and selects the report itself, after the mark).
+    let result = drive(&store, &mut host).unwrap();
+    assert_eq!(host.attempts, [0]);
+    assert_eq!(result.start, 14);
+}
+
+#[test]
+fn a_stamp_that_fails_after_the_commit_still_returns_the_fold() {
+    let _serial = serial();
+    let (dir, store, mark_id) = marked();
+    // Every write fails once the commit has run: the store's folder is now a file.
+    let folder = dir.path().join("storages");
+    let away = folder.with_extension("away");
+    let mut host = exploration().after_commit({
+        let (folder, away) = (folder.clone(), away.clone());
+        move || {
+            std::fs::rename(&folder, &away).unwrap();
+            std::fs::write(&folder, "not a folder").unwrap();
+        }
+    });
+    let result = drive(&store, &mut host).expect("the fold happened");
+    assert_eq!((result.mark_id, result.folded_nodes), (mark_id, 5));
+    let why = result.stamp_error.clone().expect("the stamp failed");
+    assert!(why.starts_with("STORE_IO: "), "{why}");
+    assert_eq!(host.stamps, STAMP_ATTEMPTS, "tried {STAMP_ATTEMPTS} times");
+    assert_eq!(host.reports.len(), 1, "the report is on the surface");
+    assert_unlocked(SESSION);
+    std::fs::remove_file(&folder).unwrap();
+    std::fs::rename(&away, &folder).unwrap();
+    // The next rewind finishes the stamp instead of folding again.
+    let repaired = drive(&store, &mut host).unwrap();
+    assert_eq!(repaired.stamp_error, None);
+    assert_eq!((repaired.start, repaired.end), (result.start, result.end));
+    assert_eq!(host.attempts, [0], "no second report");
+    assert!(!store.has_active(SESSION).unwrap());
+}
+
+#[test]
+fn a_stamp_that_finds_the_mark_gone_still_returns_the_fold() {
+    let _serial = serial();
+    let (_dir, store, mark_id) = marked();
+    let mut host = exploration();
+    let (mut rewind, _) = Rewind::begin(SESSION, mark_of(&store, SESSION), RewindOptions::default()).unwrap();
+    let Step::Summarize { .. } = rewind.snapshot(&host.words()).unwrap() else {
+        panic!()
+    };
+    let Step::Commit(plan) = rewind
+        .summarized(Summary {
+            text: "r".into(),
+            ..Summary::default()
+        })
+        .unwrap()
+    else {
+        panic!()
+    };
+    let answer = host.commit(&plan);
+    rewind.committed(answer).unwrap();
+    // `complete_fold` answers false: the mark is no longer the latest active one.
+    let Step::Done(result) = rewind.stamped(Ok(false)).unwrap() else {
+        panic!("done")
+    };
+    assert_eq!((result.mark_id, result.stamp_error), (mark_id, None));
+}
+
+#[test]
+fn more_than_eight_retries_is_an_invalid_argument() {
+    let _serial = serial();
+    let (_dir, store, _) = marked();
+    let mut host = exploration();
+    let err = drive_session(&store, SESSION, &mut host, retries(9)).unwrap_err();
     assert_eq!(err.code(), "INVALID_ARGUMENT", "{err}");
     assert!(err.to_string().contains("maxSummarizationRetries"), "{err}");
     assert_eq!(host.snapshots, 0);
     assert_still_active(&store);
+    assert_unlocked(SESSION);
     // 8 is allowed: 9 empty completions, then SUMMARIZE_FAILED.
     let mut host = exploration().replying((0..9).map(|_| empty("stop", 0, None)));
-    let err = fold::rewind(
-        &store,
-        SESSION,
-        &mut host,
-        retries(fold::MAX_SUMMARIZATION_RETRIES),
-        &Abort::default(),
-    )
-    .await
-    .unwrap_err();
+    let err = drive_session(&store, SESSION, &mut host, retries(fold::MAX_SUMMARIZATION_RETRIES)).unwrap_err();
     assert_eq!(err.code(), "SUMMARIZE_FAILED");
     assert_eq!(host.attempts, (0..=8).collect::<Vec<_>>());
 }
 
-#[tokio::test]
-async fn a_bad_session_id_is_an_invalid_argument() {
-    let (_dir, store) = store();
-    let mut host = exploration();
+#[test]
+fn a_bad_session_id_is_an_invalid_argument() {
+    let _serial = serial();
     for id in ["", "a\nb"] {
-        let err = fold::rewind(&store, id, &mut host, RewindOptions::default(), &Abort::default())
-            .await
-            .unwrap_err();
+        let err = Rewind::begin(id, None, RewindOptions::default()).unwrap_err();
         assert_eq!(err.code(), "INVALID_ARGUMENT", "{err}");
     }
 }
 
-#[tokio::test]
-async fn a_bad_snapshot_is_an_invalid_argument_and_writes_nothing() {
-    let (_dir, store, _) = marked().await;
+#[test]
+fn a_bad_snapshot_is_an_invalid_argument_and_writes_nothing() {
+    let _serial = serial();
+    let (_dir, store, _) = marked();
     let mut host = exploration();
     host.current = Some(2); // a log-only event
-    let err = rewind(&store, &mut host).await.unwrap_err();
+    let err = drive(&store, &mut host).unwrap_err();
     assert_eq!(err.code(), "INVALID_ARGUMENT", "{err}");
     assert!(host.attempts.is_empty());
     assert_still_active(&store);
+    assert_unlocked(SESSION);
+}
+
+#[test]
+fn is_held_tells_whether_a_fold_holds_the_session() {
+    let _serial = serial();
+    let (_dir, store, _) = marked();
+    assert!(!session_locks().is_held(SESSION));
+    assert!(!session_locks().is_held("never-seen"));
+    let (rewind, _) = Rewind::begin(SESSION, mark_of(&store, SESSION), RewindOptions::default()).unwrap();
+    assert!(session_locks().is_held(SESSION));
+    assert!(!session_locks().is_held("other"));
+    drop(rewind);
+    assert!(!session_locks().is_held(SESSION));
 }

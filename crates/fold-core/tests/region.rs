@@ -152,11 +152,12 @@ fn an_unresolved_open_call_right_after_the_mark_is_unbalanced() {
 }
 
 #[test]
-fn a_parallel_call_still_open_is_unbalanced() {
-    // The checkpoint was issued with a second call that has no result yet: folding the assistant
-    // node would drop an open call, folding only the results would orphan them.
+fn a_parallel_call_still_open_leaves_nothing_to_fold() {
+    // The checkpoint was issued with a second call that has no result yet: only the checkpoint's
+    // own result follows the mark, and it stays with its call (as in the reference).
     let nodes = [user(0), asst(1, 2), res(4, 1), asst(5, 1)];
-    assert_eq!(rejected(&surface(Some(5), &nodes), 4).0, "UNBALANCED");
+    let (code, msg) = rejected(&surface(Some(5), &nodes), 4);
+    assert_eq!((code, msg.as_str()), ("EMPTY_REGION", NOTHING_BEFORE_REWIND));
 }
 
 #[test]
@@ -223,8 +224,10 @@ fn parallel_exploration_with_the_checkpoint_joins_the_fold_whole() {
 }
 
 #[test]
-fn parallel_exploration_joins_even_when_one_result_landed_before_the_anchor() {
-    // 1 assistant[read, checkpoint]: the read finished first (3), the mark (logLength 4) ran next.
+fn a_parallel_result_that_landed_before_the_mark_stays_with_its_step() {
+    // 1 assistant[read, checkpoint]: the read finished first (3), the mark (logLength 4) ran next,
+    // so only the checkpoint's own result (4) follows the mark: the step stays whole and visible
+    // (as in the reference), the fold starts after it.
     let nodes = [
         user(0),
         asst(1, 2),
@@ -235,8 +238,19 @@ fn parallel_exploration_joins_even_when_one_result_landed_before_the_anchor() {
         asst(7, 1),
     ];
     let r = select(&surface(Some(7), &nodes), 4);
-    assert_eq!(r.seqs, [1, 3, 4, 5, 6]);
-    assert_eq!(r.start_pos, 1);
+    assert_eq!(r.seqs, [5, 6]);
+    assert_eq!(r.start_pos, 4);
+    // With the read answered after the mark instead, the whole step joins the fold.
+    let nodes = [
+        user(0),
+        asst(1, 2),
+        res(3, 1),
+        res(4, 1),
+        asst(5, 1),
+        res(6, 5),
+        asst(7, 1),
+    ];
+    assert_eq!(select(&surface(Some(7), &nodes), 3).seqs, [1, 3, 4, 5, 6]);
 }
 
 #[test]
@@ -254,10 +268,13 @@ fn an_orphaned_result_then_only_the_rewind_call_is_an_empty_region() {
 
 #[test]
 fn an_orphan_as_the_only_node_is_an_empty_region() {
+    // Something follows the mark, so the reference's wording is "between": the orphan is skipped.
     for anchor in [0, 1] {
         let (code, msg) = rejected(&surface_with(2, None, &[orphan(1)]), anchor);
-        assert_eq!((code, msg.as_str()), ("EMPTY_REGION", NOTHING_AFTER_MARK));
+        assert_eq!((code, msg.as_str()), ("EMPTY_REGION", NOTHING_BEFORE_REWIND));
     }
+    let (code, msg) = rejected(&surface_with(2, None, &[orphan(1)]), 2);
+    assert_eq!((code, msg.as_str()), ("EMPTY_REGION", NOTHING_AFTER_MARK));
 }
 
 #[test]
@@ -289,10 +306,20 @@ fn without_any_assistant_message_the_fold_runs_to_the_tail() {
     assert_eq!((r.seqs.as_slice(), r.end_pos), ([1, 2, 3].as_slice(), 4));
     assert_eq!(r.folded_chars, 27);
     // Closed assistant steps and no rewind node: also to the tail.
-    let nodes = [user(0), user(1), asst(2, 1), res(3, 2), asst(4, 0)];
+    let nodes = [user(0), user(1), asst(2, 1), res(3, 2)];
     let s = surface(None, &nodes);
     assert_eq!(s.current, None, "the last assistant node has no open call");
-    assert_eq!(folded(&s, 1), [1, 2, 3, 4]);
+    assert_eq!(folded(&s, 1), [1, 2, 3]);
+}
+
+#[test]
+fn without_a_rewind_node_a_final_answer_stays() {
+    // A direct rewind after the turn: the last assistant node has no tool call (the final
+    // answer); the region ends before it, as in the reference.
+    let nodes = [user(0), user(1), asst(2, 1), res(3, 2), asst(4, 0)];
+    let s = surface(None, &nodes);
+    assert_eq!(s.current, Some(4));
+    assert_eq!(folded(&s, 1), [1, 2, 3]);
 }
 
 #[test]
@@ -587,7 +614,7 @@ fn rejects_a_current_seq_that_is_not_an_assistant_node() {
 #[test]
 fn rejects_a_report_not_on_the_surface() {
     let mut words = valid_words();
-    let r = words.len() - 6;
+    let r = words.len() - 7;
     words[r] = 13; // a tool/call event
     assert_invalid(&words, "report seq not on the surface");
     words[r] = 99;

@@ -1,0 +1,499 @@
+//! The `rewind` export: the core's transaction ([`fold_core::fold::Rewind`]) driven from the JS
+//! thread. Region selection, the summarize call and the commit run on the JS thread with no
+//! thread handoff (the summarizer's promise resumes the fold in a JS continuation); only the
+//! durable stamp leaves it, and the first read of a store file not yet in memory.
+//!
+//! A fold waiting on its summarizer (or on the stamp) is kept alive by the continuations it
+//! handed to that promise. An `abort` event settles the fold at once, unless it fires while a
+//! host callback runs: then it is honoured when the callback returns (and ignored once the commit
+//! answered `committed`: the fold has happened).
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::Arc;
+
+use fold_core::fold::{self, Anchor, Rewind, RewindOptions, Step, Summary, MAX_SUMMARIZATION_RETRIES};
+use fold_core::store::Store;
+use fold_core::FoldError;
+use napi::bindgen_prelude::*;
+use napi::{Env, ValueType};
+use napi_derive::napi;
+
+use crate::abort::{self, SignalListener};
+use crate::convert::{self, js_error, CoreResult, Deferred};
+use crate::host::{self, CheckpointService, Failure, JsHost};
+use crate::types::RewindResult;
+
+/// Where the fold's mark comes from and where its stamp goes.
+enum Checkpoint {
+    /// dsh-fold's store: the mark from memory, the stamp off the JS thread.
+    Store(Arc<Store>),
+    /// Another checkpoint service, called on the JS thread.
+    Service(CheckpointService),
+}
+
+/// One fold in progress, shared by its continuations.
+struct Fold {
+    /// Set by the `abort` listener; read after every host call.
+    aborted: Cell<bool>,
+    state: RefCell<Driver>,
+}
+
+struct Driver {
+    session_id: String,
+    options: RewindOptions,
+    checkpoint: Option<Checkpoint>,
+    host: Option<JsHost>,
+    signal: Option<SignalListener>,
+    /// `None` until the mark is known, and after the fold ended.
+    machine: Option<Rewind>,
+    /// `None` once the promise is settled.
+    deferred: Option<Deferred>,
+}
+
+/// Folds everything since the session's latest mark into the host's report.
+#[napi(
+    ts_args_type = "checkpoint: StoreRef | CheckpointService, sessionId: string, host: RewindHost, options?: RewindOptions | null",
+    ts_return_type = "Promise<RewindResult>"
+)]
+pub fn rewind<'e>(
+    env: &'e Env,
+    checkpoint: Unknown<'e>,
+    session_id: Unknown<'e>,
+    host: Unknown<'e>,
+    options: Option<Unknown<'e>>,
+) -> Result<Object<'e>> {
+    // Argument errors reject the promise; nothing throws.
+    let reject = |e: FoldError| -> Result<Object<'e>> {
+        let p: PromiseRaw<'e, ()> = convert::rejected(env, e)?;
+        convert::cast::<Object>(&p.to_unknown())
+    };
+    // The plain arguments first: the ones below take references, released if a later one fails.
+    let session_id = match convert::string(&session_id, "sessionId")? {
+        Ok(s) => s,
+        Err(e) => return reject(e),
+    };
+    let (options, signal) = match options_of(options.as_ref())? {
+        Ok(o) => o,
+        Err(e) => return reject(e),
+    };
+    let checkpoint = match checkpoint_of(&checkpoint)? {
+        Ok(c) => c,
+        Err(e) => return reject(e),
+    };
+    let release = |checkpoint: Checkpoint| -> Result<()> {
+        match checkpoint {
+            Checkpoint::Service(service) => service.release(env),
+            Checkpoint::Store(_) => Ok(()),
+        }
+    };
+    let host = match JsHost::new(&host)? {
+        Ok(h) => h,
+        Err(e) => {
+            release(checkpoint)?;
+            return reject(e);
+        }
+    };
+    // An already aborted signal: nothing runs at all.
+    if let Some(signal) = &signal {
+        if abort::aborted(signal)? {
+            release(checkpoint)?;
+            host.release(env)?;
+            let p: PromiseRaw<'e, ()> =
+                PromiseRaw::reject(env, js_error(env, &aborted_error(), Some(abort::reason(signal)?))?)?;
+            return convert::cast::<Object>(&p.to_unknown());
+        }
+    }
+
+    let (deferred, promise) = Deferred::new(env)?;
+    let fold = Rc::new(Fold {
+        aborted: Cell::new(false),
+        state: RefCell::new(Driver {
+            session_id,
+            options,
+            checkpoint: Some(checkpoint),
+            host: Some(host),
+            signal: None,
+            machine: None,
+            deferred: Some(deferred),
+        }),
+    });
+    if let Some(signal) = &signal {
+        let weak = Rc::downgrade(&fold);
+        let listener = SignalListener::attach(env, signal, move |env| {
+            if let Some(fold) = weak.upgrade() {
+                fold.aborted.set(true);
+                // Busy inside a host callback: the driver honours the flag when it returns.
+                if let Ok(mut driver) = fold.state.try_borrow_mut() {
+                    driver.on_abort(env);
+                }
+            }
+        })?;
+        fold.state.borrow_mut().signal = Some(listener);
+    }
+    Driver::find_mark(env, &fold);
+    Ok(promise)
+}
+
+/// The stamp's error for a checkpoint service whose `completeFold` threw or rejected.
+fn stamp_failed(thrown: Unknown<'_>) -> FoldError {
+    FoldError::StoreIo(format!(
+        "checkpoint.completeFold() failed: {}",
+        convert::reason_of(thrown)
+    ))
+}
+
+fn aborted_error() -> FoldError {
+    FoldError::Aborted("the rewind was aborted; nothing was written and the mark is still active".into())
+}
+
+/// `checkpoint`: a store reference (path or `{path, ...}`) or a checkpoint service object.
+fn checkpoint_of(v: &Unknown<'_>) -> Result<CoreResult<Checkpoint>> {
+    if v.get_type()? == ValueType::Object {
+        if let Some(service) = CheckpointService::of(&convert::cast::<Object>(v)?)? {
+            return Ok(service.map(Checkpoint::Service));
+        }
+    }
+    Ok(convert::store(v)?.map(Checkpoint::Store))
+}
+
+fn options_of<'e>(v: Option<&Unknown<'e>>) -> Result<CoreResult<(RewindOptions, Option<Object<'e>>)>> {
+    let mut options = RewindOptions::default();
+    let Some(v) = v.filter(|o| !matches!(o.get_type(), Ok(ValueType::Undefined | ValueType::Null))) else {
+        return Ok(Ok((options, None)));
+    };
+    if v.get_type()? != ValueType::Object {
+        return Ok(Err(FoldError::invalid("options must be an object")));
+    }
+    let obj = convert::cast::<Object>(v)?;
+    let retries: Unknown = obj.get_named_property("maxSummarizationRetries")?;
+    if retries.get_type()? != ValueType::Undefined {
+        match convert::integer(
+            &retries,
+            "maxSummarizationRetries",
+            f64::from(MAX_SUMMARIZATION_RETRIES),
+        )? {
+            Ok(n) => options.max_summarization_retries = n as u32,
+            Err(e) => return Ok(Err(e)),
+        }
+    }
+    let signal: Unknown = obj.get_named_property("signal")?;
+    Ok(abort::signal(&signal)?.map(|signal| (options, signal)))
+}
+
+/// A JS function that resumes the fold with its first argument.
+fn continuation<'e>(
+    env: &'e Env,
+    fold: &Rc<Fold>,
+    resume: impl Fn(&mut Driver, &Env, Unknown<'_>, &Rc<Fold>) + 'static,
+) -> Result<Function<'e, (), ()>> {
+    let fold = fold.clone();
+    env.create_function_from_closure::<(), (), _>("resume", move |ctx| {
+        let value = ctx.get::<Unknown>(0)?;
+        // A continuation never runs inside another (promise reactions run on an empty stack).
+        if let Ok(mut driver) = fold.state.try_borrow_mut() {
+            resume(&mut driver, ctx.env, value, &fold);
+        }
+        Ok(())
+    })
+}
+
+/// `promise.then(on_ok, on_err)` on a native promise (its `then` is the engine's own).
+fn then(
+    env: &Env,
+    promise: &Object<'_>,
+    fold: &Rc<Fold>,
+    on_ok: impl Fn(&mut Driver, &Env, Unknown<'_>, &Rc<Fold>) + 'static,
+    on_err: impl Fn(&mut Driver, &Env, Unknown<'_>, &Rc<Fold>) + 'static,
+) -> Result<()> {
+    let ok = continuation(env, fold, on_ok)?;
+    let err = continuation(env, fold, on_err)?;
+    let then: Unknown = promise.get_named_property("then")?;
+    // The derived promise resolves to undefined: the continuations never throw.
+    convert::call_catching(env, promise.raw(), then.raw(), FnArgs::from((ok, err)))?
+        .map_err(|_| napi::Error::from_reason("a native promise's then threw"))?;
+    Ok(())
+}
+
+impl Driver {
+    fn settled(&self) -> bool {
+        self.deferred.is_none()
+    }
+
+    /// Step 1: the session's latest mark, then the machine.
+    fn find_mark(env: &Env, fold: &Rc<Fold>) {
+        let mut driver = fold.state.borrow_mut();
+        if let Err(e) = driver.try_find_mark(env, fold) {
+            driver.fail_napi(env, e);
+        }
+    }
+
+    fn try_find_mark(&mut self, env: &Env, fold: &Rc<Fold>) -> Result<()> {
+        let looked_up = match self.checkpoint.as_ref().expect("until settled") {
+            Checkpoint::Store(store) => {
+                // In memory (the usual case): now, on this thread.
+                if let Some(answer) = store.latest_in_memory(&self.session_id) {
+                    self.begin(env, fold, answer.map(|m| m.as_ref().map(Anchor::from)));
+                    return Ok(());
+                }
+                // The first read of the file happens off the JS thread.
+                let (store, session) = (store.clone(), self.session_id.clone());
+                let fold = fold.clone();
+                env.spawn_future_with_callback(
+                    async move { Ok(fold::latest_mark(&store, &session).await) },
+                    move |env, answer| {
+                        if let Ok(mut driver) = fold.state.try_borrow_mut() {
+                            driver.begin(env, &fold, answer.map(|m| m.as_ref().map(Anchor::from)));
+                        }
+                        Ok(())
+                    },
+                )?;
+                return Ok(());
+            }
+            Checkpoint::Service(service) => service.latest_mark(env, &self.session_id)?,
+        };
+        let value = match looked_up {
+            Ok(v) => v,
+            Err(failure) => return self.fail_with(env, failure),
+        };
+        if !value.is_promise()? {
+            let mark = host::foreign_mark(&value)?;
+            self.begin(env, fold, mark);
+            return Ok(());
+        }
+        then(
+            env,
+            &convert::cast::<Object>(&value)?,
+            fold,
+            |driver, env, mark, fold| match host::foreign_mark(&mark) {
+                Ok(mark) => driver.begin(env, fold, mark),
+                Err(e) => driver.fail_napi(env, e),
+            },
+            |driver, env, thrown, _| {
+                let error = FoldError::HostFailed(format!(
+                    "checkpoint.latestMark() rejected: {}",
+                    convert::reason_of(thrown)
+                ));
+                driver.fail(env, error, Some(thrown));
+            },
+        )?;
+        // An abort during the call: honoured now, not when (if ever) the lookup settles.
+        self.abort_if_asked(env, fold);
+        Ok(())
+    }
+
+    /// Step 2 and on: judge the mark, take the lock, run the steps.
+    fn begin(&mut self, env: &Env, fold: &Rc<Fold>, mark: CoreResult<Option<Anchor>>) {
+        if self.settled() {
+            return;
+        }
+        let started = mark.and_then(|mark| Rewind::begin(&self.session_id, mark, self.options));
+        match started {
+            Ok((machine, step)) => {
+                self.machine = Some(machine);
+                self.run(env, fold, Ok(step));
+            }
+            Err(e) => self.fail(env, e, None),
+        }
+    }
+
+    /// Runs the steps that need no waiting; returns when the fold waits on a promise or ended.
+    fn run(&mut self, env: &Env, fold: &Rc<Fold>, mut step: CoreResult<Step>) {
+        loop {
+            if self.settled() {
+                return;
+            }
+            let current = match step {
+                Ok(s) => s,
+                Err(e) => return self.fail(env, e, None),
+            };
+            // An abort that fired while a host callback ran.
+            if fold.aborted.get() && !self.committed() {
+                return self.on_abort(env);
+            }
+            let next = match self.step(env, fold, current) {
+                Ok(Some(next)) => next,
+                // Waiting on a promise: an abort during the call that made it is honoured now.
+                Ok(None) => return self.abort_if_asked(env, fold),
+                Err(e) => return self.fail_napi(env, e),
+            };
+            step = next;
+        }
+    }
+
+    fn committed(&self) -> bool {
+        self.machine.as_ref().is_some_and(Rewind::committed_already)
+    }
+
+    fn machine(&mut self) -> &mut Rewind {
+        self.machine.as_mut().expect("a running fold has its machine")
+    }
+
+    /// One step: `Some(next)` to go on now, `None` when waiting (or settled).
+    fn step(&mut self, env: &Env, fold: &Rc<Fold>, step: Step) -> Result<Option<CoreResult<Step>>> {
+        match step {
+            Step::Snapshot => {
+                let anchor = self.machine().anchor();
+                let words = self.host.as_ref().expect("until settled").snapshot(env, anchor)?;
+                match words {
+                    Ok(words) => Ok(Some(self.machine().snapshot(&words))),
+                    Err(failure) => self.fail_with(env, failure).map(|()| None),
+                }
+            }
+            Step::Summarize { request, attempt } => {
+                let promise = match self
+                    .host
+                    .as_ref()
+                    .expect("until settled")
+                    .summarize(env, &request, attempt)?
+                {
+                    Ok(p) => p,
+                    Err(failure) => return self.fail_with(env, failure).map(|()| None),
+                };
+                then(
+                    env,
+                    &promise,
+                    fold,
+                    |driver, env, reply, fold| match host::summary(&reply) {
+                        Ok(summary) => driver.on_summary(env, fold, summary),
+                        Err(e) => driver.fail_napi(env, e),
+                    },
+                    |driver, env, thrown, _| driver.fail(env, host::summarize_failed(thrown), Some(thrown)),
+                )?;
+                Ok(None)
+            }
+            Step::Commit(plan) => {
+                let answer = self.host.as_ref().expect("until settled").commit(env, &plan)?;
+                match answer {
+                    Ok(answer) => Ok(Some(self.machine().committed(answer))),
+                    Err(failure) => self.fail_with(env, failure).map(|()| None),
+                }
+            }
+            Step::Stamp { mark_id } => {
+                self.stamp(env, fold, mark_id)?;
+                Ok(None)
+            }
+            Step::Done(result) => {
+                self.settle(env, |env, deferred| deferred.resolve(env, RewindResult::from(result)));
+                Ok(None)
+            }
+        }
+    }
+
+    fn on_summary(&mut self, env: &Env, fold: &Rc<Fold>, summary: CoreResult<Summary>) {
+        if self.settled() {
+            return;
+        }
+        let step = summary.and_then(|s| self.machine().summarized(s));
+        self.run(env, fold, step);
+    }
+
+    /// Step 7: the durable stamp, off the JS thread (or through the checkpoint service).
+    fn stamp(&mut self, env: &Env, fold: &Rc<Fold>, mark_id: u64) -> Result<()> {
+        let stamped = match self.checkpoint.as_ref().expect("until settled") {
+            Checkpoint::Store(store) => {
+                let (store, session) = (store.clone(), self.session_id.clone());
+                let warned = store.clone();
+                let fold = fold.clone();
+                env.spawn_future_with_callback(
+                    async move { Ok(fold::complete_fold(&store, &session, mark_id).await) },
+                    move |env, outcome| {
+                        // A stamp that landed with a durability problem (its directory fsync
+                        // failed) is a warning, emitted after the fold has moved on.
+                        if let Ok(mut driver) = fold.state.try_borrow_mut() {
+                            driver.on_stamped(env, &fold, outcome);
+                        }
+                        crate::store::emit_warnings(env, &warned)
+                    },
+                )?;
+                return Ok(());
+            }
+            Checkpoint::Service(service) => service.complete_fold(env, &self.session_id, mark_id)?,
+        };
+        match stamped {
+            Ok(v) if v.is_promise()? => then(
+                env,
+                &convert::cast::<Object>(&v)?,
+                fold,
+                |driver, env, _, fold| driver.on_stamped(env, fold, Ok(true)),
+                |driver, env, thrown, fold| driver.on_stamped(env, fold, Err(stamp_failed(thrown))),
+            )?,
+            Ok(_) => self.on_stamped(env, fold, Ok(true)),
+            Err(thrown) => self.on_stamped(env, fold, Err(stamp_failed(thrown))),
+        }
+        Ok(())
+    }
+
+    fn on_stamped(&mut self, env: &Env, fold: &Rc<Fold>, outcome: CoreResult<bool>) {
+        if self.settled() {
+            return;
+        }
+        let step = self.machine().stamped(outcome);
+        self.run(env, fold, step);
+    }
+
+    /// Honours an abort that fired during the last host call, unless the fold is committed.
+    fn abort_if_asked(&mut self, env: &Env, fold: &Rc<Fold>) {
+        if fold.aborted.get() && !self.committed() {
+            self.on_abort(env);
+        }
+    }
+
+    /// The signal fired (now, or during a host callback that has returned).
+    fn on_abort(&mut self, env: &Env) {
+        if self.settled() {
+            return;
+        }
+        match self.machine.as_mut().map(Rewind::abort) {
+            // Committed: the fold has happened; the abort is ignored.
+            Some(Ok(())) => {}
+            // Before the commit, or while the mark was being looked up.
+            Some(Err(_)) | None => {
+                let reason = self.signal.take().map(|s| s.detach(env)).transpose().unwrap_or(None);
+                self.fail(env, aborted_error(), reason);
+            }
+        }
+    }
+
+    /// Rejects with a callback's failure.
+    fn fail_with(&mut self, env: &Env, (error, cause): Failure<'_>) -> Result<()> {
+        self.fail(env, error, cause);
+        Ok(())
+    }
+
+    /// Rejects with a napi failure (a Node-API call that failed, not a rule of the fold).
+    fn fail_napi(&mut self, env: &Env, e: napi::Error) {
+        self.fail(
+            env,
+            FoldError::HostFailed(format!("the rewind could not call its host: {e}")),
+            None,
+        );
+    }
+
+    fn fail(&mut self, env: &Env, error: FoldError, cause: Option<Unknown<'_>>) {
+        self.settle(env, |env, deferred| {
+            let error = js_error(env, &error, cause)?;
+            deferred.reject(env, error.raw())
+        });
+    }
+
+    /// Settles the promise once, then lets go of everything: the machine (and with it the
+    /// session's lock), the signal's listener, the host's and the service's references.
+    fn settle(&mut self, env: &Env, with: impl FnOnce(&Env, Deferred) -> Result<()>) {
+        let Some(deferred) = self.deferred.take() else { return };
+        self.machine = None;
+        if let Some(signal) = self.signal.take() {
+            let _ = signal.detach(env);
+        }
+        if let Some(host) = self.host.take() {
+            let _ = host.release(env);
+        }
+        if let Some(Checkpoint::Service(service)) = self.checkpoint.take() {
+            let _ = service.release(env);
+        }
+        if let Err(e) = with(env, deferred) {
+            // Settling failed (an out-of-memory Node-API call): nothing is left to tell.
+            eprintln!("dsh-fold: could not settle a rewind: {e}");
+        }
+    }
+}
