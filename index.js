@@ -846,5 +846,6 @@ module.exports.latestMark = nativeBinding.latestMark
 module.exports.listMarks = nativeBinding.listMarks
 module.exports.mark = nativeBinding.mark
 module.exports.planMatches = nativeBinding.planMatches
+module.exports.recallSearch = nativeBinding.recallSearch
 module.exports.rewind = nativeBinding.rewind
 module.exports.selectRegion = nativeBinding.selectRegion

@@ -5,6 +5,7 @@
 mod abort;
 mod convert;
 mod host;
+mod recall;
 mod report;
 mod zstd;
 pub use crate::zstd::decode_zstd;
@@ -23,6 +24,7 @@ use napi_derive::napi;
 use crate::abort::SignalListener;
 use crate::convert::{promise, rejected, throw, CoreResult};
 pub use crate::host::{FoldPlan, FoldRegion, SummaryReply, SummaryUsage};
+pub use crate::recall::{recall_search, RecallSearch};
 pub use crate::report::{extractive_report, ReportOptions};
 
 /// Largest log length / anchor accepted (seqs are 32-bit in the snapshot format).

@@ -7,12 +7,14 @@
 //! - [`surface`]: the surface snapshot format (what the host tells us about its surface).
 //! - [`region`]: which surface nodes a fold replaces — the fold's rules, in one file.
 //! - [`fold`]: the rewind transaction, generic over a [`fold::FoldHost`].
+//! - [`recall`]: the linear-time matcher of the `recall` tool.
 
 #![forbid(unsafe_code)]
 
 pub mod error;
 pub mod fold;
 pub mod locks;
+pub mod recall;
 pub mod region;
 pub mod report;
 pub mod store;
