@@ -21,7 +21,8 @@ export function reportMessage(report, markId) {
 /**
  * @param {any} session a `@deepseek-ai/dsh-session` Session
  * @param {import('../index.js').RewindHost['summarize']} summarize
- * @param {{callId?: string}} [options] the rewind call's id (its assistant message ends the region)
+ * @param {{callId?: string, hint?: (markId: number) => string}} [options] the rewind call's id (its
+ *   assistant message ends the region); `hint` gives the line appended to the report (the recall hint)
  * @returns {import('../index.js').RewindHost}
  */
 export function sessionHost(session, summarize, options = {}) {
@@ -30,7 +31,7 @@ export function sessionHost(session, summarize, options = {}) {
     summarize,
     commit: (plan) => {
       if (!addon.planMatches(plan, surfaceSnapshot(session, options))) return 'changed'
-      session.append('user/message', reportMessage(plan.report, plan.markId), {
+      session.append('user/message', reportMessage(plan.report + (options.hint?.(plan.markId) ?? ''), plan.markId), {
         surfaceOp: { op: 'replace', start: plan.start, end: plan.end },
         sourceEventSeqs: Array.from(plan.seqs),
       })

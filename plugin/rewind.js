@@ -25,6 +25,7 @@ import { toToolError } from './errors.js'
 import { extractiveSummarizer, fallbackSummarizer } from './extractive.js'
 import { llmSummarizer } from './summarize.js'
 import { sessionHost } from './host.js'
+import { recallHint } from './recall-hint.js'
 import { isRewindReportSource } from './surface.js'
 
 export { isRewindReportSource }
@@ -119,7 +120,8 @@ export default class RewindService extends Service {
           : llm()
     const store = this.ctx.checkpoint.store
     try {
-      const result = await addon.rewind(store, session.id, sessionHost(session, summarize, options), {
+      const hint = (/** @type {number} */ markId) => recallHint(this.ctx, { fold: markId }, config.reportLanguage)
+      const result = await addon.rewind(store, session.id, sessionHost(session, summarize, { ...options, hint }), {
         maxSummarizationRetries: config.maxSummarizationRetries,
         signal,
       })
