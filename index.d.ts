@@ -166,6 +166,13 @@ export interface RewindResult {
   end: number
   foldedChars: number
   reportChars: number
+  /** Region tokens minus report tokens; present only when `summarize` priced both (`tokens`). */
+  tokensFreed?: number
+  /**
+   * Present only when the report was committed but the mark could not be stamped folded: the
+   * fold happened, the mark still reads active, and the next `rewind` finishes the stamp.
+   */
+  stampError?: string
 }
 
 /** Region selection alone, synchronously: what a fold at `anchor` would replace right now. */
@@ -177,10 +184,23 @@ export interface SummaryReply {
   /** The completion's finish reason, e.g. `stop` or `length`. */
   finish?: string
   usage?: SummaryUsage
+  /**
+   * With a token meter: the shrink check compares these instead of chars, and the result
+   * gains `tokensFreed`.
+   */
+  tokens?: TokenPrices
 }
 
 /** Token usage a summarizer may report; used in the message when every attempt was empty. */
 export interface SummaryUsage {
   outputTokens?: number
   reasoningTokens?: number
+}
+
+/** Token prices of a fold, from the host's token meter (DSH's `ctx.tokenMeter`). */
+export interface TokenPrices {
+  /** The folded region's nodes, as the meter prices them. */
+  region: number
+  /** The replacement message carrying the report. */
+  report: number
 }

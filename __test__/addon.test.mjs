@@ -31,7 +31,8 @@ const r = (seq, opener, extra = {}) => ({ seq, kind: 3, link: opener === undefin
 
 /**
  * Encodes a snapshot: header [FORMAT, eventCount, current, N], 5 words per node
- * [seq, origin, kind, chars, link], then [R] and 6 words per report.
+ * [seq, origin, kind, chars, link], then [R] and 7 words per report
+ * [seq, markIdLow, markIdHigh, foldedNodes, startSeq, endSeq, foldedChars].
  * @param {{seq: number, kind: number, origin?: number, chars?: number, link?: number}[]} nodes
  * @param {{events?: number, current?: number, reports?: number[][], format?: number}} [options]
  */
@@ -133,7 +134,7 @@ describe('selectRegion on hand-encoded snapshots', () => {
 
   it('reports on the surface are validated and do not change the selection', () => {
     const nodes = [...MID_CALL.slice(0, 7), u(8, { origin: 3 }), a(9, 1)]
-    assert.deepEqual(seqsOf(select(nodes, 2, { current: 9, reports: [[8, 1, 2, 3, 4, 20]] })), [3, 4, 5, 6, 8])
+    assert.deepEqual(seqsOf(select(nodes, 2, { current: 9, reports: [[8, 1, 0, 2, 3, 4, 20]] })), [3, 4, 5, 6, 8])
   })
 
   it('reads a Uint32Array view at an offset, and a huge claimed event count without a huge allocation', () => {
@@ -165,7 +166,7 @@ describe('selectRegion on hand-encoded snapshots', () => {
     ['more results than calls', () => encode([a(0, 1), r(1, 0), r(2, 0)])],
     ['a current seq not on the surface', () => encode(MID_CALL, { events: 20, current: 15 })],
     ['a current seq that is not an assistant', () => encode(MID_CALL, { current: 2 })],
-    ['a report not on the surface', () => encode(MID_CALL, { reports: [[12, 1, 1, 3, 3, 10]], events: 13 })],
+    ['a report not on the surface', () => encode(MID_CALL, { reports: [[12, 1, 0, 1, 3, 3, 10]], events: 13 })],
   ]
   for (const [name, words] of invalid) {
     it(`invalid snapshot: ${name} → INVALID_ARGUMENT, thrown synchronously`, () => {

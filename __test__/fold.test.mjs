@@ -6,6 +6,7 @@
 // The mark is taken the way the checkpoint tool takes it: mid-call, after the assistant message
 // carrying the `checkpoint` call and before that call's result.
 import assert from 'node:assert/strict'
+import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import path from 'node:path'
 import { describe, it } from 'node:test'
@@ -461,6 +462,84 @@ describe('rewind over real DSH sessions: the reference behaviours', () => {
     b.result('rw', 'Folded.')
     assert.deepEqual(protocolProblems(b.session.deriveMessages()), [])
     assert.deepEqual(nodes(b), [0, 1, 2, report.seq, rw, b.seq - 1])
+  })
+
+  it('crash repair trusts no bare mark id: an old store\'s report is not the fold of a new mark with the same id', async () => {
+    const store = tempStore()
+    const b = builder('repair-old-id')
+    const { mark, explored } = await exploration(b, store)
+    b.assistant({ calls: [{ id: 'rw', name: 'rewind' }] })
+    await foldAndCheck(b, store, mark, explored)
+    assert.equal(mark.id, 1)
+    // The user deletes the store (or points `store` elsewhere): ids restart at 1.
+    rmSync(path.dirname(store), { recursive: true, force: true })
+    const again = await checkpoint(b, store, 'A second investigation.')
+    assert.equal(again.id, 1, 'the new store hands out id 1 again')
+    b.result('ck', JSON.stringify({ markId: again.id }))
+    const a = b.assistant({ calls: [{ id: 'r9', name: 'read', args: { path: 'src/lexer.rs' } }] })
+    const r = b.result('r9', output('src/lexer.rs'))
+    b.assistant({ calls: [{ id: 'rw2', name: 'rewind' }] })
+    // The old report names mark 1 but was appended before this mark: the new exploration folds.
+    const { result, calls } = await foldAndCheck(b, store, again, [a, r], { callId: 'rw2' })
+    assert.equal(result.markId, 1)
+    assert.equal(calls.summarize.length, 1)
+  })
+
+  it('crash repair carries mark ids past 2^32 whole', async () => {
+    const store = tempStore()
+    const big = 2 ** 32 + 1
+    mkdirSync(path.dirname(store), { recursive: true })
+    writeFileSync(store, JSON.stringify({ unit: { name: 'checkpoint', version: 1 }, global: { nextId: big }, tables: { marks: {} } }))
+    const b = builder('repair-big-id')
+    const { mark, explored } = await exploration(b, store)
+    assert.equal(mark.id, big)
+    b.assistant({ calls: [{ id: 'rw', name: 'rewind' }] })
+    const region = fold.selectRegion(surfaceSnapshot(b.session, { callId: 'rw' }), mark.logLength)
+    // The commit landed, the stamp never did: the report names 2^32 + 1 (1 in 32 bits).
+    appendReport(b.session, { ...region, markId: big, report: REPORT })
+    const { host, calls } = foldHost(b, { callId: 'rw', summarize: async () => assert.fail('a repair makes no report') })
+    const result = await fold.rewind(store, b.session.id, host)
+    assert.equal(result.markId, big)
+    assert.deepEqual([result.start, result.end, result.foldedNodes], [explored[0], explored.at(-1), explored.length])
+    assert.equal(calls.summarize.length, 0)
+    assert.equal(await fold.hasActive(store, b.session.id), false)
+  })
+
+  it('a stamp that fails after the commit does not fail the fold: the result returns, the next rewind finishes the stamp', async () => {
+    const store = tempStore()
+    const dir = path.dirname(store)
+    const b = builder('stamp-fails')
+    const { mark, explored } = await exploration(b, store)
+    b.assistant({ calls: [{ id: 'rw', name: 'rewind' }] })
+    const { host, calls } = foldHost(b, { callId: 'rw' })
+    const commit = host.commit
+    host.commit = (plan) => {
+      const answer = commit(plan)
+      // The store's folder becomes a file: every write of the stamp fails (STORE_IO).
+      renameSync(dir, `${dir}.away`)
+      writeFileSync(dir, 'not a folder')
+      return answer
+    }
+    let result
+    try {
+      result = await fold.rewind(store, b.session.id, host)
+    } finally {
+      rmSync(dir)
+      renameSync(`${dir}.away`, dir)
+    }
+    const expected = { markId: mark.id, foldedNodes: explored.length, start: explored[0], end: explored.at(-1) }
+    assert.deepEqual({ markId: result.markId, foldedNodes: result.foldedNodes, start: result.start, end: result.end }, expected)
+    assert.match(result.stampError, /STORE_IO/, 'the result says the stamp failed')
+    assert.equal(calls.commit.length, 1)
+    const report = b.session.events.at(-1)
+    assert.deepEqual(report.sourceEventSeqs, explored)
+    // Not stamped: the mark still reads active, and the next rewind repairs it without folding.
+    assert.equal(await fold.hasActive(store, b.session.id), true)
+    const again = foldHost(b, { callId: 'rw', summarize: async () => assert.fail('a repair makes no report') })
+    const repaired = await fold.rewind(store, b.session.id, again.host)
+    assert.deepEqual({ ...repaired }, { ...expected, foldedChars: result.foldedChars, reportChars: result.reportChars })
+    assert.equal(await fold.hasActive(store, b.session.id), false)
+    assert.equal(b.session.seq, report.seq + 1, 'nothing appended by the repair')
   })
 
   it('FOLD_IN_PROGRESS while the same session is folding; the first fold still lands', async () => {

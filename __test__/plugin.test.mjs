@@ -7,7 +7,7 @@
 // plus the reference's known defects (compaction before the mark, parallel calls with the
 // checkpoint, the turn guard that never held a turn).
 import assert from 'node:assert/strict'
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { describe, it } from 'node:test'
@@ -37,7 +37,6 @@ const REPORT = '## Findings\n- X'
 const OUTPUT = 'exploration output line'
 const TOOLS = [{ name: 'bash', description: 'Run a command.', parameters: { type: 'object', properties: { cmd: { type: 'string' } } } }]
 const SYSTEM = 'You are a test agent.'
-const extractiveSkip = typeof addon.extractiveReport !== 'function' ? 'extractiveReport not built yet' : false
 
 /** A report call the test holds open: `wait()` (the model's answer) resolves `entered`, then waits for `release(reply)`. */
 function gate() {
@@ -161,6 +160,7 @@ describe('config', () => {
       reportLanguage: 'en',
       summarizer: 'llm',
       fallback: 'none',
+      reportTimeoutMs: 180_000,
     })
     assert.deepEqual(CheckpointConfig({}), { toolName: 'checkpoint', maxMarksPerSession: 64, maxAgeDays: 30 })
   })
@@ -328,6 +328,39 @@ describe('a full fold', () => {
     assert.equal(await root.checkpoint.hasActive('explore'), false)
   })
 
+  it('a stamp that fails after the commit is no tool error: the result returns, the next rewind finishes it', async () => {
+    const store = tempStore()
+    const dir = path.dirname(store)
+    const { root, model } = await setup({ checkpoint: { store } })
+    const agent = await agentOf(root, 'stamp')
+    const { session } = await exploration(root, agent)
+    // Once the report lands, the store's folder becomes a file: every stamp write fails.
+    const off = root.on('session/event', (/** @type {any} */ _s, /** @type {any} */ event) => {
+      if (event.type === 'user/message' && isRewindReportSource(event.data.source)) {
+        renameSync(dir, `${dir}.away`)
+        writeFileSync(dir, 'not a folder')
+      }
+    })
+    let result
+    try {
+      result = await root.tools.execute({ callId: CallId('c2'), name: 'rewind', arguments: {}, signal: new AbortController().signal, agent })
+    } finally {
+      off()
+      if (existsSync(`${dir}.away`)) {
+        rmSync(dir)
+        renameSync(`${dir}.away`, dir)
+      }
+    }
+    assert.equal(result.isError, false, textOf(result))
+    assert.deepEqual(result.value, { markId: 1, foldedNodes: 2, start: 4, end: 5, foldedChars: 25, reportChars: 15 })
+    assert.equal(await root.checkpoint.hasActive(session.id), true, 'the stamp is missing')
+    const seq = session.seq
+    assert.deepEqual(await root.rewind.rewind(agent, undefined, { callId: 'c2' }), result.value)
+    assert.equal(session.seq, seq, 'the repair appends nothing')
+    assert.equal(model.requests.length, 1, 'and makes no second report')
+    assert.equal(await root.checkpoint.hasActive(session.id), false)
+  })
+
   it('folds a mark only once: a second rewind is EMPTY_REGION and writes nothing', async () => {
     const { root } = await setup()
     const agent = await agentOf(root, 'explore')
@@ -393,7 +426,6 @@ describe('report call routing', () => {
   for (const [name, agentOptions, rewind] of /** @type {const} */ ([
     ['agent options without a model', { provider: 'scripted' }, {}],
     ['agent options without a provider', { model: 'm1' }, {}],
-    ['a config naming only the provider', { provider: 'scripted', model: 'm1' }, { summarizationProvider: 'other' }],
     ['no route at all', {}, {}],
   ])) {
     it(`rejects ${name}, without a model call or a write`, async () => {
@@ -405,6 +437,28 @@ describe('report call routing', () => {
       assert.ok(error.cause instanceof Error, "the route's own error is the cause")
       assert.equal(model.requests.length, 0, 'failed before any model call')
       assert.deepEqual(await state(root, session), before)
+    })
+  }
+
+  for (const half of [{ summarizationProvider: 'other' }, { summarizationModel: 'report-model' }]) {
+    it(`ignores a config naming only ${Object.keys(half)[0]}, as the reference does, warning once at mount`, async () => {
+      const key = Object.keys(half)[0]
+      const model = new ScriptedModel(() => say(REPORT))
+      const root = await bootHost(model)
+      /** @type {any[]} */
+      const logged = []
+      root.logger.exporter({ levels: { default: 3 }, export: (/** @type {any} */ m) => logged.push(m) })
+      await root.plugin(Checkpoint, { store: tempStore() })
+      await root.plugin(Rewind, half)
+      const warnings = () => logged.filter((m) => m.type === 'warn' && String(m.args[0]).includes(key))
+      assert.equal(warnings().length, 1)
+      const agent = await agentOf(root, 'explore')
+      await exploration(root, agent)
+      await root.rewind.rewind(agent, undefined, { callId: 'c2' })
+      await root.rewind.rewind(agent, undefined, { callId: 'c2' }).catch(() => undefined)
+      assert.equal(model.requests[0].provider, 'scripted', "the session's route")
+      assert.equal(model.requests[0].model, 'm-header')
+      assert.equal(warnings().length, 1, 'once, at mount')
     })
   }
 
@@ -618,6 +672,32 @@ describe('failures write nothing and keep the mark active', () => {
         g.release(say(REPORT))
       }
     })
+  })
+})
+
+describe('the report call timeout', () => {
+  it('a report call that never answers fails the fold after reportTimeoutMs, writing nothing and releasing the lock', async () => {
+    const g = gate()
+    let calls = 0
+    const { root } = await setup({ respond: () => (++calls === 1 ? g.wait() : say(REPORT)), rewind: { reportTimeoutMs: 20 } })
+    const agent = await agentOf(root, 'explore')
+    const { session } = await exploration(root, agent)
+    const before = await state(root, session)
+    try {
+      const error = await rejectsWith(root.rewind.rewind(agent, undefined, { callId: 'c2' }), 'SUMMARIZE_FAILED')
+      assert.match(error.message, /timed out after 20 ms/)
+      assert.deepEqual(await state(root, session), before)
+      // The session's fold lock is free again: the next rewind folds.
+      assert.equal((await root.rewind.rewind(agent, undefined, { callId: 'c2' })).foldedNodes, 2)
+    } finally {
+      g.release(say(REPORT))
+    }
+  })
+
+  it('defaults to three minutes and takes 1 ms to one hour', () => {
+    assert.equal(RewindConfig({}).reportTimeoutMs, 180_000)
+    assert.equal(RewindConfig({ reportTimeoutMs: 5 }).reportTimeoutMs, 5)
+    for (const bad of [0, -1, 3_600_001, 1.5]) assert.throws(() => RewindConfig({ reportTimeoutMs: bad }), /reportTimeoutMs/)
   })
 })
 
@@ -991,12 +1071,164 @@ describe('the turn guard', () => {
   })
 })
 
+describe('the turn guard after an early EMPTY_REGION', () => {
+  it('warns again once the model explores: the silence lasts only until new tool results land', async () => {
+    const { root, model } = await setup({
+      respond: script([
+        callReply('k1', 'checkpoint', { objective: 'find the bug' }),
+        callReply('r1', 'rewind'), // too early: EMPTY_REGION
+        callReply('p1', 'probe', { path: 'parser.js' }), // then the exploration happens
+        say('The parser drops the last token.'), // would end the turn with an unfolded exploration
+        callReply('r2', 'rewind'), // the warning brought the model back
+        say('Done.'),
+      ]),
+    })
+    root.tools.register(probeTool)
+    const agent = await agentOf(root, 'early')
+    await runTurn(agent, 'Why does the parser drop tokens?')
+    const warnings = agent.session.events.filter((/** @type {any} */ e) => e.type === 'user/message' && isWarning(e.data))
+    assert.equal(warnings.length, 1)
+    assert.equal(reportRequests(model).length, 1)
+    assert.equal(await root.checkpoint.hasActive('early'), false)
+    assert.equal(agent.session.events.filter((/** @type {any} */ e) => e.type === 'turn/end').length, 1)
+  })
+})
+
+// ---- token truth: DSH's own meter ---------------------------------------------------------------
+
+describe("token truth (DSH's TokenMeter mounted)", () => {
+  /** A tiny exploration tool: its call and result are a few chars but 23 tokens with their framing. */
+  const tick = defineTool({
+    name: 'tick',
+    description: 'Check once.',
+    parameters: {},
+    output: {
+      schema: { type: 'object', properties: { text: { type: 'string' } }, additionalProperties: false },
+      render: (/** @type {any} */ _args, /** @type {any} */ value) => [{ type: 'text', text: value.text }],
+    },
+    async execute() {
+      return { text: 'ok' }
+    },
+  })
+
+  /**
+   * A real host with the session-projection registry and the token meter (the registry first,
+   * so the meter registers its projections), then both plugins. A real agent turn checkpoints,
+   * explores with `tool`, then calls `fold_now`: a tool that runs `ctx.rewind.rewind` exactly
+   * where the rewind tool would, measuring the surface around it.
+   * @param {string} report @param {any} tool @param {any[]} explore
+   * @param {{breakStamp?: boolean}} [o] the store's folder becomes a file once the report lands
+   *   (every stamp write fails); the caller restores `${dir}.away`
+   */
+  async function meteredTurn(report, tool, explore, { breakStamp = false } = {}) {
+    const { SessionProjectionRegistry } = await import('@deepseek-ai/dsh-session-projection')
+    const { TokenMeter } = await import('@deepseek-ai/dsh-token-meter')
+    const model = new ScriptedModel(script([callReply('k1', 'checkpoint'), ...explore, callReply('f1', 'fold_now'), say('Done.')], say(report)))
+    const root = await bootHost(model)
+    await root.plugin(SessionProjectionRegistry)
+    await root.plugin(TokenMeter)
+    const store = tempStore()
+    const dir = path.dirname(store)
+    await root.plugin(Checkpoint, { store })
+    await root.plugin(Rewind, {})
+    root.tools.register(tool)
+    if (breakStamp) {
+      root.on('session/event', (/** @type {any} */ _s, /** @type {any} */ event) => {
+        if (event.type === 'user/message' && isRewindReportSource(event.data.source) && !existsSync(`${dir}.away`)) {
+          renameSync(dir, `${dir}.away`)
+          writeFileSync(dir, 'not a folder')
+        }
+      })
+    }
+    /** @type {{before: any, after: any, projectedAfter: number, result?: any, error?: any, state?: any}} */
+    const fold = /** @type {any} */ ({})
+    root.tools.register(
+      defineTool({
+        name: 'fold_now',
+        description: 'Fold now.',
+        parameters: {},
+        output: { schema: { type: 'object', properties: {}, additionalProperties: false }, render: () => [{ type: 'text', text: 'folded' }] },
+        async execute(/** @type {any} */ _args, /** @type {any} */ exec) {
+          const session = exec.agent.session
+          fold.before = root.tokenMeter.measure(session)
+          fold.state = await state(root, session)
+          try {
+            fold.result = await root.rewind.rewind(exec.agent, exec.signal, { callId: exec.callId })
+          } catch (e) {
+            fold.error = e
+          }
+          fold.after = root.tokenMeter.measure(session)
+          fold.projectedAfter = projected(root, session)
+          return {}
+        },
+      }),
+    )
+    const agent = await agentOf(root, 'metered')
+    await runTurn(agent, 'Investigate.')
+    return { root, model, agent, session: agent.session, fold, dir }
+  }
+
+  const projected = (/** @type {any} */ root, /** @type {any} */ session) => root.sessionProjections.snapshot(session).values.contextBreakdown.messageTokens
+
+  it("keeps the meter's projection equal to measure().surfaceTokens: the fold logs DSH's shadow price next to its replacement", async () => {
+    const { root, session, fold } = await meteredTurn(REPORT, probeTool, [callReply('p1', 'probe', { path: 'a.js' }), callReply('p2', 'probe', { path: 'b.js' })])
+    assert.equal(fold.error, undefined)
+    const { result, before, after } = fold
+    assert.equal(fold.projectedAfter, after.surfaceTokens, 'the projection follows the fold')
+    assert.equal(projected(root, session), root.tokenMeter.measure(session).surfaceTokens, 'and stays equal to the end of the turn')
+    assert.equal(result.tokensFreed, before.surfaceTokens - after.surfaceTokens)
+    assert.ok(result.tokensFreed > 0)
+    // DSH's shadow-price event, then the replacement, adjacent.
+    const at = session.events.findIndex((/** @type {any} */ e) => e.type === 'compaction/prune')
+    const [prune, report] = session.events.slice(at, at + 2)
+    assert.equal(report.type, 'user/message')
+    assert.ok(isRewindReportSource(report.data.source))
+    assert.deepEqual(prune.data.shadowedRange, { start: result.start, end: result.end })
+    assert.deepEqual(prune.data.shadowedSeqs, report.sourceEventSeqs)
+    const price = new Map(before.nodes.map((/** @type {any} */ n) => [n.seq, n.tokens]))
+    assert.equal(prune.data.shadowedTokenCount, report.sourceEventSeqs.reduce((/** @type {number} */ t, /** @type {number} */ s) => t + price.get(s), 0))
+    assert.ok(!session.events.some((/** @type {any} */ e) => /^(checkpoint|rewind)\//.test(e.type)), 'no plugin events')
+  })
+
+  it('compares tokens in the shrink check: a report longer in chars but lighter in tokens folds', async () => {
+    const { root, session, fold } = await meteredTurn('The check passed; nothing else to note.', tick, [callReply('t1', 'tick')])
+    assert.equal(fold.error, undefined)
+    const { result, before, after } = fold
+    assert.ok(result.foldedChars < result.reportChars, `${result.foldedChars} chars folded into ${result.reportChars}`)
+    assert.equal(result.tokensFreed, before.surfaceTokens - after.surfaceTokens)
+    assert.ok(result.tokensFreed > 0)
+    assert.equal(projected(root, session), root.tokenMeter.measure(session).surfaceTokens)
+  })
+
+  it('prices a repaired fold too: the rewind that finishes a lost stamp returns the same tokensFreed', async () => {
+    const { root, session, fold, agent, dir } = await meteredTurn(REPORT, probeTool, [callReply('p1', 'probe', { path: 'a.js' })], { breakStamp: true })
+    rmSync(dir)
+    renameSync(`${dir}.away`, dir)
+    assert.equal(fold.error, undefined)
+    assert.ok(fold.result.tokensFreed > 0)
+    assert.equal(await root.checkpoint.hasActive(session.id), true, 'the stamp was lost')
+    const seq = session.seq
+    assert.deepEqual(await root.rewind.rewind(agent), fold.result)
+    assert.equal(session.seq, seq, 'nothing appended')
+    assert.equal(await root.checkpoint.hasActive(session.id), false)
+  })
+
+  it('refuses, as SHRINK in tokens, a report heavier than the region, writing nothing', async () => {
+    const { root, session, fold } = await meteredTurn('x'.repeat(120), tick, [callReply('t1', 'tick')])
+    assert.equal(fold.error?.code, 'SHRINK', fold.error?.message)
+    assert.match(fold.error.message, /tokens/)
+    assert.equal(fold.before.surfaceTokens, fold.after.surfaceTokens)
+    assert.ok(!session.events.some((/** @type {any} */ e) => e.type === 'compaction/prune'))
+    assert.equal(await root.checkpoint.hasActive(session.id), true)
+  })
+})
+
 // ---- extractive reports -------------------------------------------------------------------------
 
 describe('extractive reports', () => {
   const LOG = Array.from({ length: 12 }, (_, i) => `line ${i}: src/parser.rs:${40 + i} token dropped after comment at offset ${i * 17}`).join('\n')
 
-  it("writes the report without a model call when summarizer is 'extractive'", { skip: extractiveSkip }, async () => {
+  it("writes the report without a model call when summarizer is 'extractive'", async () => {
     const { root, model } = await setup({ rewind: { summarizer: 'extractive' } })
     const agent = await agentOf(root, 'explore')
     const { session } = await exploration(root, agent, { output: LOG })
@@ -1012,7 +1244,7 @@ describe('extractive reports', () => {
     assert.match(textOf({ content: root.tools.get('rewind').output.render({}, result) }), /extractive report/)
   })
 
-  it("lands the fold with the extractive report when the LLM call fails (fallback: 'extractive')", { skip: extractiveSkip }, async () => {
+  it("lands the fold with the extractive report when the LLM call fails (fallback: 'extractive')", async () => {
     const { root, model } = await setup({
       respond: () => {
         throw new Error('upstream 500')
@@ -1027,13 +1259,47 @@ describe('extractive reports', () => {
     assert.equal(await root.checkpoint.hasActive('explore'), false)
   })
 
-  it("lands the fold with the extractive report when the LLM stays empty through the retries (fallback: 'extractive')", { skip: extractiveSkip }, async () => {
+  it("lands the fold with the extractive report when the LLM stays empty through the retries (fallback: 'extractive')", async () => {
     const { root, model } = await setup({ respond: () => say(''), rewind: { fallback: 'extractive' } })
     const agent = await agentOf(root, 'explore')
     await exploration(root, agent, { output: LOG })
     const result = await root.rewind.rewind(agent, undefined, { callId: 'c2' })
     assert.equal(model.requests.length, 3, 'the LLM had its retries first')
     assert.equal(result.report, 'extractive')
+  })
+
+  it("fails loud on a misconfigured route even with fallback: 'extractive' (an unknown provider)", async () => {
+    const { root, model } = await setup({ rewind: { fallback: 'extractive', summarizationProvider: 'nope', summarizationModel: 'x' } })
+    const agent = await agentOf(root, 'explore')
+    const { session } = await exploration(root, agent, { output: LOG })
+    const before = await state(root, session)
+    const error = await rejectsWith(root.rewind.rewind(agent, undefined, { callId: 'c2' }), 'SUMMARIZE_FAILED')
+    assert.match(error.message, /NO_ADAPTER/)
+    assert.deepEqual(await state(root, session), before)
+    assert.equal(model.requests.length, 0)
+  })
+
+  it("fails loud without any route even with fallback: 'extractive'", async () => {
+    const { root } = await setup({ rewind: { fallback: 'extractive' } })
+    const agent = await agentOf(root, 'no-route', {})
+    const { session } = await exploration(root, agent, { header: null, output: LOG })
+    const before = await state(root, session)
+    const error = await rejectsWith(root.rewind.rewind(agent, undefined, { callId: 'c2' }), 'SUMMARIZE_FAILED')
+    assert.match(error.message, /no provider\/model available/)
+    assert.deepEqual(await state(root, session), before)
+  })
+
+  it("lands the extractive report when the report call times out (fallback: 'extractive')", async () => {
+    const g = gate()
+    const { root } = await setup({ respond: () => g.wait(), rewind: { fallback: 'extractive', reportTimeoutMs: 20 } })
+    const agent = await agentOf(root, 'explore')
+    await exploration(root, agent, { output: LOG })
+    try {
+      const result = await root.rewind.rewind(agent, undefined, { callId: 'c2' })
+      assert.equal(result.report, 'extractive')
+    } finally {
+      g.release(say(REPORT))
+    }
   })
 
   it('keeps the LLM report when it succeeds (no `report` key)', async () => {

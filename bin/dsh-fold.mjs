@@ -74,7 +74,7 @@ function parse(argv) {
 
 async function dsh() {
   try {
-    return { ...(await import('@deepseek-ai/dsh-session')), ...(await import('../plugin/surface.js')), ...(await import('../plugin/host.js')) }
+    return { ...(await import('@deepseek-ai/dsh-session')), ...(await import('../plugin/surface.js')), ...(await import('../plugin/meter.js')), ...(await import('../plugin/host.js')) }
   } catch (e) {
     throw new CliError(`this command needs @deepseek-ai/dsh-session (a DSH install provides it): ${/** @type {Error} */ (e).message}`, 65)
   }

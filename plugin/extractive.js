@@ -5,6 +5,7 @@
  */
 import { addon } from './addon.js'
 import { regionMessages } from './surface.js'
+import { isMisconfiguration } from './summarize.js'
 
 /**
  * A `summarize` callback writing the extractive report (always shorter than the region).
@@ -19,7 +20,10 @@ export function extractiveSummarizer({ session, language }) {
 }
 
 /**
- * `primary`, but a failure or a last empty attempt is answered by `fallback` (and `onFallback` is told).
+ * `primary`, but a failed attempt (an error, a timeout) or a last empty one is answered by
+ * `fallback` (and `onFallback` is told). A misconfiguration of the primary (no route, an unknown
+ * provider, refused credentials: `isMisconfiguration`) is not a failed completion: it fails the
+ * fold, so the user hears about it instead of every fold silently going extractive.
  * @param {(region: any, attempt: number) => Promise<any>} primary
  * @param {(region: any, attempt: number) => Promise<any>} fallback
  * @param {number} maxRetries
@@ -30,7 +34,8 @@ export function fallbackSummarizer(primary, fallback, maxRetries, onFallback) {
     let reply
     try {
       reply = await primary(region, attempt)
-    } catch {
+    } catch (e) {
+      if (isMisconfiguration(e)) throw e
       onFallback()
       return fallback(region, attempt)
     }

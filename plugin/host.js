@@ -7,7 +7,8 @@
 import { createUserMessage } from '@deepseek-ai/dsh-llm'
 
 import { addon } from './addon.js'
-import { surfaceSnapshot } from './surface.js'
+import { nodesTokens } from './meter.js'
+import { eventLog, surfaceSnapshot } from './surface.js'
 
 /**
  * The report's message: a `user/message` whose source names the fold's mark, so a later
@@ -21,19 +22,48 @@ export function reportMessage(report, markId) {
 /**
  * @param {any} session a `@deepseek-ai/dsh-session` Session
  * @param {import('../index.js').RewindHost['summarize']} summarize
- * @param {{callId?: string, hint?: (markId: number) => string}} [options] the rewind call's id (its
- *   assistant message ends the region); `hint` gives the line appended to the report (the recall hint)
+ * @param {{callId?: string, meter?: import('./meter.js').TokenMeter, hint?: (markId: number) => string}} [options]
+ *   the rewind call's id (its assistant message ends the region); DSH's token meter, when
+ *   mounted: the region and the report are priced in its tokens (the shrink check and
+ *   `tokensFreed` use them), and the commit logs DSH's shadow price (`compaction/prune`) right
+ *   before the replacement, so the meter's O(1) projection follows the fold; `hint` gives the
+ *   line appended to the report at the commit (the recall hint: outside the shrink check and
+ *   `tokensFreed`, so it can never fail a fold)
  * @returns {import('../index.js').RewindHost}
  */
 export function sessionHost(session, summarize, options = {}) {
+  const { meter } = options
   return {
     snapshot: () => surfaceSnapshot(session, options),
-    summarize,
+    summarize: meter
+      ? async (region, attempt) => {
+          const reply = await summarize(region, attempt)
+          const text = typeof reply === 'string' ? reply : reply?.text
+          if (typeof text !== 'string' || !text.trim()) return reply
+          const tokens = {
+            region: nodesTokens(meter, session, eventLog(session), region.seqs),
+            report: meter.estimateMessage(reportMessage(text, region.markId)),
+          }
+          return typeof reply === 'string' ? { text, tokens } : { ...reply, tokens }
+        }
+      : summarize,
     commit: (plan) => {
       if (!addon.planMatches(plan, surfaceSnapshot(session, options))) return 'changed'
+      const seqs = Array.from(plan.seqs)
+      if (meter) {
+        // DSH's shadow-price protocol: the metering event right before a replace prices the
+        // replaced range, so the token meter's projection subtracts it (else it keeps counting
+        // the folded tokens). `compaction/prune` is DSH's own event for a replace that is not a
+        // compaction transaction; it must be followed at once by the replacement.
+        session.append('compaction/prune', {
+          shadowedRange: { start: plan.start, end: plan.end },
+          shadowedSeqs: seqs,
+          shadowedTokenCount: nodesTokens(meter, session, eventLog(session), seqs),
+        })
+      }
       session.append('user/message', reportMessage(plan.report + (options.hint?.(plan.markId) ?? ''), plan.markId), {
         surfaceOp: { op: 'replace', start: plan.start, end: plan.end },
-        sourceEventSeqs: Array.from(plan.seqs),
+        sourceEventSeqs: seqs,
       })
       return 'committed'
     },

@@ -11,6 +11,7 @@ export { default as Recall, Config as RecallConfig, RecallError, RECALL_ERROR_CO
 export { recallHint, splitRecallHint } from './recall-hint.js'
 export { isRewindError, toToolError } from './errors.js'
 export { sessionHost, reportMessage } from './host.js'
-export { describeSession, surfaceSnapshot, regionMessages, visibleChars, eventLog } from './surface.js'
+export { describeSession, surfaceSnapshot, regionMessages, eventLog } from './surface.js'
+export { visibleChars, nodesTokens } from './meter.js'
 export { llmSummarizer, resolveRoute, INSTRUCTIONS } from './summarize.js'
 export { extractiveSummarizer, fallbackSummarizer } from './extractive.js'

@@ -26,7 +26,8 @@ import { extractiveSummarizer, fallbackSummarizer } from './extractive.js'
 import { llmSummarizer } from './summarize.js'
 import { sessionHost } from './host.js'
 import { recallHint } from './recall-hint.js'
-import { isRewindReportSource } from './surface.js'
+import { nodesTokens } from './meter.js'
+import { eventLog, isRewindReportSource } from './surface.js'
 
 export { isRewindReportSource }
 
@@ -40,6 +41,7 @@ export { isRewindReportSource }
  * @property {'en' | 'zh'} reportLanguage
  * @property {'llm' | 'extractive'} summarizer
  * @property {'none' | 'extractive'} fallback
+ * @property {number} reportTimeoutMs
  */
 export const Config = Schema.object({
   toolName: Schema.string().pattern(/^[a-zA-Z0-9_-]{1,64}$/).default('rewind').description('Model-facing tool name.'),
@@ -49,11 +51,12 @@ export const Config = Schema.object({
   summarizationModel: Schema.string().description('Model of the report call (default: the session\'s routed model).'),
   reportLanguage: Schema.union(['en', 'zh']).default('en').description('Language of the report instruction.'),
   summarizer: Schema.union(['llm', 'extractive']).default('llm').description('Who writes the report: the LLM, or the native extractive generator (no model call).'),
-  fallback: Schema.union(['none', 'extractive']).default('none').description('With `extractive`, a fold whose LLM report fails or stays empty lands with the extractive report.'),
+  fallback: Schema.union(['none', 'extractive']).default('none').description('With `extractive`, a fold whose LLM report fails, times out or stays empty lands with the extractive report (a misconfigured route still fails).'),
+  reportTimeoutMs: Schema.natural().min(1).max(3_600_000).default(180_000).description('Time limit of each report call, in milliseconds.'),
 })
 
 /**
- * @typedef {{markId: number, foldedNodes: number, start: number, end: number, foldedChars: number, reportChars: number, report?: 'extractive'}} RewindResult
+ * @typedef {{markId: number, foldedNodes: number, start: number, end: number, foldedChars: number, reportChars: number, tokensFreed?: number, report?: 'extractive'}} RewindResult
  */
 
 const WARNING = (/** @type {string} */ tool, /** @type {any} */ mark) =>
@@ -73,6 +76,21 @@ export function renderResult(r) {
   return `Folded ${nodes} (seq ${r.start}..${r.end}, ${r.foldedChars} chars) into ${which} (${r.reportChars} chars).`
 }
 
+/**
+ * Tokens a fold already on the surface freed: its sources' prices minus its report's.
+ * @param {import('./meter.js').TokenMeter} meter @param {any} session @param {number} markId
+ */
+function repairedTokensFreed(meter, session, markId) {
+  const log = eventLog(session)
+  for (let i = log.length - 1; i >= 0; i--) {
+    const event = log[i]
+    if (event.type !== 'user/message' || !isRewindReportSource(event.data?.source) || event.data.source.markId !== markId) continue
+    const freed = nodesTokens(meter, session, log, event.sourceEventSeqs ?? []) - meter.estimateMessage(event.data)
+    return Math.max(0, freed)
+  }
+  return 0
+}
+
 /** The `tool-rewind` plugin: provides `ctx.rewind`, the tool, its prompt section and the turn guard. */
 export default class RewindService extends Service {
   static inject = ['checkpoint', 'llm', 'tools', 'systemPrompt']
@@ -81,20 +99,41 @@ export default class RewindService extends Service {
   /** @type {WeakMap<object, number>} agent → turn already warned in */
   #warned = new WeakMap()
   /**
-   * Marks with nothing to fold: no more warnings for them. Not a `#private` field: `rewind()`
-   * is reached as `ctx.rewind.rewind(...)`, and cordis calls service methods with `this` bound
-   * to its tracing proxy, where reading a `#private` field throws a TypeError.
-   * @type {Set<number>}
+   * Sessions whose latest mark had nothing to fold (`EMPTY_REGION`): the guard stays silent for
+   * that mark until a tool result other than a rewind's lands after `seq` (the model explored
+   * after rewinding too early). Not a `#private` field: `rewind()` is reached as
+   * `ctx.rewind.rewind(...)`, and cordis calls service methods with `this` bound to its tracing
+   * proxy, where reading a `#private` field throws a TypeError.
+   * @type {Map<string, {markId: number, seq: number, calls: Set<string>}>}
    */
-  unfoldable = new Set()
+  unfoldable = new Map()
+
+  /** @type {import('./meter.js').TokenMeter | undefined} DSH's `ctx.tokenMeter`, while mounted */
+  meter = undefined
 
   /** @param {any} ctx @param {RewindConfig} config */
   constructor(ctx, config) {
     super(ctx, 'rewind')
     this.ctx = ctx
     this.config = config
+    // Half a route is ignored, as the reference ignores it; say so once rather than never.
+    if (Boolean(config.summarizationProvider) !== Boolean(config.summarizationModel)) {
+      ctx.logger.warn(
+        `rewind: only ${config.summarizationProvider ? 'summarizationProvider' : 'summarizationModel'} is configured; it is ignored (set both to route the report call) and the session's route is used`,
+      )
+    }
     ctx.systemPrompt.section({ name: 'tool:rewind', order: 151, text: PROMPT(config.toolName) })
     ctx.tools.register(this.#tool())
+    // DSH's token meter, while one is mounted (cordis 4 throws on reading an un-injected
+    // service, and every `inject` entry is required: hence the nested optional context).
+    ctx.inject(['tokenMeter'], (/** @type {any} */ sub) => {
+      sub.effect(() => {
+        this.meter = sub.tokenMeter
+        return () => {
+          this.meter = undefined
+        }
+      })
+    })
     ctx.on('agent/turn-stopping', (/** @type {{agent: any, turn: number}} */ payload) => this.#guard(payload))
   }
 
@@ -120,16 +159,22 @@ export default class RewindService extends Service {
           : llm()
     const store = this.ctx.checkpoint.store
     try {
+      const meter = this.meter
       const hint = (/** @type {number} */ markId) => recallHint(this.ctx, { fold: markId }, config.reportLanguage)
-      const result = await addon.rewind(store, session.id, sessionHost(session, summarize, { ...options, hint }), {
+      const { stampError, ...result } = await addon.rewind(store, session.id, sessionHost(session, summarize, { ...options, meter, hint }), {
         maxSummarizationRetries: config.maxSummarizationRetries,
         signal,
       })
+      // The fold happened; only the store's record of it is missing, and the next rewind (which
+      // the turn guard asks for while the mark reads active) finishes it.
+      if (stampError) this.ctx.logger.warn('rewind: %s', stampError)
+      // A repaired fold (committed before a crash) is priced from its report in the log.
+      if (meter && result.tokensFreed === undefined) result.tokensFreed = repairedTokensFreed(meter, session, result.markId)
       return used === 'extractive' ? { ...result, report: 'extractive' } : result
     } catch (e) {
       if (/** @type {any} */ (e)?.code === 'EMPTY_REGION') {
         const mark = await this.ctx.checkpoint.latestMark(session.id).catch(() => null)
-        if (mark && mark.foldedAt === null) this.unfoldable.add(mark.id)
+        if (mark && mark.foldedAt === null) this.unfoldable.set(session.id, { markId: mark.id, seq: session.seq, calls: new Set(options.callId === undefined ? [] : [options.callId]) })
       }
       throw e
     }
@@ -141,7 +186,7 @@ export default class RewindService extends Service {
     if (!session || this.#warned.get(agent) === turn) return
     return this.ctx.checkpoint.latestMark(session.id).then(
       (/** @type {any} */ mark) => {
-        if (!mark || mark.foldedAt !== null || this.unfoldable.has(mark.id)) return
+        if (!mark || mark.foldedAt !== null || this.#silenced(session, mark)) return
         this.#warned.set(agent, turn)
         agent.inject(
           createUserMessage({
@@ -155,6 +200,34 @@ export default class RewindService extends Service {
       // the guard stands aside instead, and `checkpoint`/`rewind` report the store's error.
       () => undefined,
     )
+  }
+
+  /**
+   * Whether the guard stays silent for `mark`: it had nothing to fold, and no tool result other
+   * than a rewind's has landed since (a rewind's own result is not exploration).
+   * @param {any} session @param {{id: number}} mark
+   */
+  #silenced(session, mark) {
+    const quiet = this.unfoldable.get(session.id)
+    if (!quiet || quiet.markId !== mark.id) return false
+    const log = eventLog(session)
+    const rewinds = new Set()
+    for (let seq = quiet.seq; seq < log.length; seq++) {
+      const event = log[seq]
+      if (event.type === 'assistant/message') {
+        for (const block of event.data?.message?.content ?? []) {
+          if (block?.type === 'tool-call' && block.name === this.config.toolName) rewinds.add(block.id)
+        }
+      } else if (event.type === 'tool/result') {
+        const message = event.data?.message
+        const callId = message?.source?.callId ?? message?.content?.[0]?.toolCallId
+        if (!rewinds.has(callId) && !quiet.calls.has(callId)) {
+          this.unfoldable.delete(session.id)
+          return false
+        }
+      }
+    }
+    return true
   }
 
   #tool() {
@@ -173,6 +246,7 @@ export default class RewindService extends Service {
             end: { type: 'integer', required: true },
             foldedChars: { type: 'integer', required: true },
             reportChars: { type: 'integer', required: true },
+            tokensFreed: { type: 'integer' },
             report: { type: 'string', enum: ['extractive'] },
           },
           additionalProperties: false,

@@ -6,9 +6,10 @@
  * last routed request carried them (that prefix is warm in the provider's KV cache), then the
  * region's messages, then the report instruction last. Route: the configured
  * provider/model, else the session's latest `request/header`, else the agent's options;
- * none (or half of one) fails loud. Thinking is turned off when the route offers an `off`
- * effort: condensing is mechanical, and reasoning tokens would compete with the report
- * under `maxTokens`. Only text blocks form the report.
+ * none fails loud, as does a route the provider layer refuses (no adapter, bad credentials).
+ * Thinking is turned off when the route offers an `off` effort: condensing is mechanical, and
+ * reasoning tokens would compete with the report under `maxTokens`. Every attempt is cut off
+ * after `reportTimeoutMs`. Only text blocks form the report.
  */
 import { BlockAssembler, createUserMessage } from '@deepseek-ai/dsh-llm'
 
@@ -39,39 +40,87 @@ Keep exact file paths, commands, error strings, identifiers and numbers verbatim
 }
 
 /**
- * Which provider/model writes the report.
+ * Provider failure codes that no retry or fallback can fix: the route names no adapter, or its
+ * credentials are missing or refused. A fold that meets one fails loud, even with
+ * `fallback: extractive` (the fallback covers failed or empty completions, not configuration).
+ */
+const MISCONFIGURATION_CODES = new Set(['NO_ADAPTER', 'MISSING_CREDENTIAL', 'INVALID_CREDENTIAL', 'AUTH'])
+
+/**
+ * An error of the report call's configuration (no route, an unknown provider, bad credentials).
+ * @param {string} message @param {unknown} [cause]
+ */
+function misconfiguration(message, cause) {
+  return Object.assign(new Error(message, cause === undefined ? undefined : { cause }), { misconfigured: true })
+}
+
+/** Whether `e` is a misconfiguration of the report call (see `MISCONFIGURATION_CODES`). @param {unknown} e */
+export const isMisconfiguration = (e) => /** @type {any} */ (e)?.misconfigured === true
+
+/** @param {unknown} v */
+const named = (v) => typeof v === 'string' && v.length > 0
+
+/**
+ * Which provider/model writes the report, as the reference resolves it: the configured
+ * `summarizationProvider` + `summarizationModel` (only when both are set; one alone is ignored,
+ * with a warning at mount), else the session's latest routed `request/header`, else the agent's
+ * options when they name both. None → a misconfiguration.
  * @param {{summarizationProvider?: string, summarizationModel?: string}} config
  * @param {any} session
  * @param {any} agent
  * @returns {{provider: string, model: string}}
  */
 export function resolveRoute(config, session, agent) {
-  const candidates = [
-    ['the rewind config (summarizationProvider/summarizationModel)', config.summarizationProvider, config.summarizationModel],
-    ["the session's latest request header", session.requestHeader?.()?.config?.provider, session.requestHeader?.()?.config?.model],
-    ["the agent's options", agent?.options?.provider, agent?.options?.model],
-  ]
-  for (const [where, provider, model] of candidates) {
-    if (provider === undefined && model === undefined) continue
-    if (typeof provider !== 'string' || !provider || typeof model !== 'string' || !model) {
-      throw new Error(`rewind: ${where} names only half a route (provider ${JSON.stringify(provider)}, model ${JSON.stringify(model)}); set both`)
-    }
-    return { provider, model }
+  if (named(config.summarizationProvider) && named(config.summarizationModel)) {
+    return { provider: /** @type {string} */ (config.summarizationProvider), model: /** @type {string} */ (config.summarizationModel) }
   }
-  throw new Error('rewind: no provider/model for the report: set summarizationProvider and summarizationModel, or run the agent with a routed model')
+  const header = session.requestHeader?.()?.config
+  if (named(header?.provider) && named(header?.model)) return { provider: header.provider, model: header.model }
+  const options = agent?.options
+  if (named(options?.provider) && named(options?.model)) return { provider: options.provider, model: options.model }
+  throw misconfiguration(
+    'no provider/model available for rewind summarization: set both summarizationProvider and summarizationModel, route one request, or give the agent both a provider and a model',
+  )
 }
 
 /**
- * A `summarize` callback for the addon's `rewind`.
- * @param {{llm: any, session: any, agent: any, config: {maxTokens: number, reportLanguage: 'en' | 'zh', summarizationProvider?: string, summarizationModel?: string}, signal?: AbortSignal}} options
+ * `summarize`, failing with a timeout error when an attempt takes longer than `ms` (the report
+ * call's own signal is aborted too), so a hung summarizer never holds the session's fold lock.
+ * @template {(region: any, attempt: number, signal?: AbortSignal) => Promise<any>} F
+ * @param {F} summarize @param {number} ms
+ * @returns {(region: any, attempt: number) => Promise<any>}
+ */
+export function withTimeout(summarize, ms) {
+  return (region, attempt) => {
+    const controller = new AbortController()
+    /** @type {ReturnType<typeof setTimeout> | undefined} */
+    let timer
+    const expired = new Promise((_, reject) => {
+      timer = setTimeout(() => {
+        const error = new Error(`the report call timed out after ${ms} ms (reportTimeoutMs)`)
+        controller.abort(error)
+        reject(error)
+      }, ms)
+      timer.unref?.()
+    })
+    return Promise.race([summarize(region, attempt, controller.signal), expired]).finally(() => clearTimeout(timer))
+  }
+}
+
+/**
+ * A `summarize` callback for the addon's `rewind`; each attempt is one `ctx.llm.stream` call,
+ * cut off after `config.reportTimeoutMs`.
+ * @param {{llm: any, session: any, agent: any, config: {maxTokens: number, reportLanguage: 'en' | 'zh', reportTimeoutMs: number, summarizationProvider?: string, summarizationModel?: string}, signal?: AbortSignal}} options
  */
 export function llmSummarizer({ llm, session, agent, config, signal }) {
   /** @type {{provider: string, model: string, reasoningEffort?: string} | undefined} */
   let route
-  return async (/** @type {{seqs: Uint32Array}} */ region) => {
+  return withTimeout(async (/** @type {{seqs: Uint32Array}} */ region, /** @type {number} */ _attempt, /** @type {AbortSignal} */ timeout) => {
+    const cancel = signal ? AbortSignal.any([signal, timeout]) : timeout
     if (!route) {
       route = resolveRoute(config, session, agent)
-      const info = await llm.resolveModelInfo(route.provider, route.model, signal)
+      // Probing the route's efforts never fails the fold (an unknown route fails at the call).
+      const info = await llm.resolveModelInfo(route.provider, route.model, cancel).catch(() => undefined)
       if (info?.reasoning?.efforts?.some((/** @type {{id: string}} */ e) => e.id === 'off')) route.reasoningEffort = 'off'
     }
     const header = session.requestHeader?.()
@@ -88,7 +137,7 @@ export function llmSummarizer({ llm, session, agent, config, signal }) {
       ...(header?.tools !== undefined ? { tools: header.tools } : {}),
       maxTokens: config.maxTokens,
       ...(route.reasoningEffort ? { reasoningEffort: route.reasoningEffort } : {}),
-      signal,
+      signal: cancel,
       sessionId: session.id,
     })) {
       assembler.push(chunk)
@@ -103,7 +152,8 @@ export function llmSummarizer({ llm, session, agent, config, signal }) {
     if (finish?.kind === 'error' && finish.failure?.code === EMPTY_RESPONSE) return { text: '', finish: 'empty', usage: usageOut }
     if (finish?.kind === 'error' || finish?.kind === 'aborted') {
       const failure = finish.failure ?? {}
-      throw new Error(`the report call ended with ${finish.kind}: ${failure.message ?? 'no message'}${failure.code ? ` (${failure.code})` : ''}`)
+      const message = `rewind summarization stream ended with ${finish.kind}: ${failure.message ?? 'no message'}${failure.code ? ` (${failure.code})` : ''}`
+      throw MISCONFIGURATION_CODES.has(failure.code) ? misconfiguration(message) : new Error(message)
     }
     const text = assembler
       .blocks()
@@ -111,5 +161,5 @@ export function llmSummarizer({ llm, session, agent, config, signal }) {
       .map((/** @type {{text: string}} */ b) => b.text)
       .join('')
     return { text, finish: finish?.kind, usage: usageOut }
-  }
+  }, config.reportTimeoutMs)
 }

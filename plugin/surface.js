@@ -8,6 +8,8 @@
  * then costs one pass over the surface's node list, never a pass over the whole log.
  */
 
+import { visibleChars } from './meter.js'
+
 const NONE = 0xffff_ffff
 const KIND = { other: 0, user: 1, assistant: 2, toolResult: 3 }
 
@@ -28,31 +30,6 @@ export function eventLog(session) {
   const log = session.log
   if (Array.isArray(log) && log.length === session.seq) return log
   return session.snapshotEvents?.() ?? session.events
-}
-
-/**
- * Model-visible text of a message or block, in UTF-16 units: text, reasoning, tool-call
- * arguments and tool outputs, recursively. Images and other non-text blocks count 0.
- * @param {any} value
- * @returns {number}
- */
-export function visibleChars(value) {
-  if (value == null) return 0
-  if (typeof value === 'string') return value.length
-  if (Array.isArray(value)) {
-    let n = 0
-    for (const v of value) n += visibleChars(v)
-    return n
-  }
-  if (typeof value !== 'object') return 0
-  if (value.type === 'tool-call') {
-    const args = value.arguments
-    return typeof args === 'string' ? args.length : args == null ? 0 : JSON.stringify(args).length
-  }
-  let n = typeof value.text === 'string' ? value.text.length : 0
-  if (value.content !== undefined) n += visibleChars(value.content)
-  if (value.output !== undefined) n += visibleChars(value.output)
-  return n
 }
 
 class Descriptors {
@@ -102,7 +79,7 @@ class Descriptors {
         this.kind[seq] = KIND.user
         this.chars[seq] = visibleChars(event.data?.content)
         const source = event.data?.source
-        if (isRewindReportSource(source) && Number.isInteger(source.markId) && Array.isArray(event.sourceEventSeqs)) {
+        if (isRewindReportSource(source) && Number.isSafeInteger(source.markId) && source.markId >= 0 && Array.isArray(event.sourceEventSeqs)) {
           this.reports.set(seq, { markId: source.markId, sources: event.sourceEventSeqs })
         }
         break
@@ -169,7 +146,7 @@ export function surfaceSnapshot(session, options = {}) {
   if (options.callId !== undefined) current = d.openers.get(options.callId) ?? NONE
   const reports = []
   for (const seq of nodes) if (d.reports.has(seq)) reports.push(seq)
-  const words = new Uint32Array(4 + nodes.length * 5 + 1 + reports.length * 6)
+  const words = new Uint32Array(4 + nodes.length * 5 + 1 + reports.length * 7)
   words[0] = 1
   words[1] = d.size
   words[2] = current
@@ -188,8 +165,9 @@ export function surfaceSnapshot(session, options = {}) {
     const { markId, sources } = /** @type {{markId: number, sources: number[]}} */ (d.reports.get(seq))
     let folded = 0
     for (const s of sources) folded += d.chars[s]
-    words.set([seq, markId, sources.length, sources[0], sources[sources.length - 1], folded], w)
-    w += 6
+    // The mark id whole (ids reach 2^53 - 1): its low and high 32 bits.
+    words.set([seq, markId % 2 ** 32, Math.floor(markId / 2 ** 32), sources.length, sources[0], sources[sources.length - 1], folded], w)
+    w += 7
   }
   return words
 }

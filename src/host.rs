@@ -56,6 +56,15 @@ pub struct SummaryUsage {
     pub reasoning_tokens: Option<f64>,
 }
 
+/// Token prices of a fold, from the host's token meter (DSH's `ctx.tokenMeter`).
+#[napi(object)]
+pub struct TokenPrices {
+    /// The folded region's nodes, as the meter prices them.
+    pub region: f64,
+    /// The replacement message carrying the report.
+    pub report: f64,
+}
+
 /// What `summarize` resolves to (or just the report string).
 #[napi(object)]
 pub struct SummaryReply {
@@ -63,6 +72,20 @@ pub struct SummaryReply {
     /// The completion's finish reason, e.g. `stop` or `length`.
     pub finish: Option<String>,
     pub usage: Option<SummaryUsage>,
+    /// With a token meter: the shrink check compares these instead of chars, and the result
+    /// gains `tokensFreed`.
+    pub tokens: Option<TokenPrices>,
+}
+
+impl TokenPrices {
+    /// The core's prices, when both are integers a JS number holds exactly.
+    fn to_core(&self) -> Option<fold_core::fold::TokenPrices> {
+        let whole = |v: f64| (v.fract() == 0.0 && (0.0..=9_007_199_254_740_991.0).contains(&v)).then_some(v as u64);
+        Some(fold_core::fold::TokenPrices {
+            region: whole(self.region)?,
+            report: whole(self.report)?,
+        })
+    }
 }
 
 pub fn region_of(request: &FoldRequest) -> FoldRegion {
@@ -187,12 +210,25 @@ impl FoldHost for JsHost {
                 text,
                 ..Summary::default()
             }),
-            Ok(Either::B(reply)) => Ok(Summary {
-                text: reply.text,
-                finish: reply.finish,
-                output_tokens: reply.usage.as_ref().and_then(|u| u.output_tokens).map(|t| t as u64),
-                reasoning_tokens: reply.usage.as_ref().and_then(|u| u.reasoning_tokens).map(|t| t as u64),
-            }),
+            Ok(Either::B(reply)) => {
+                let tokens = match &reply.tokens {
+                    None => None,
+                    Some(t) => Some(TokenPrices::to_core(t).ok_or_else(|| {
+                        FoldError::SummarizeFailed(
+                            "summarization failed: tokens.region and tokens.report must be integers from 0 to 2^53 - 1; \
+                             nothing was folded and the mark is still active"
+                                .into(),
+                        )
+                    })?),
+                };
+                Ok(Summary {
+                    text: reply.text,
+                    finish: reply.finish,
+                    output_tokens: reply.usage.as_ref().and_then(|u| u.output_tokens).map(|t| t as u64),
+                    reasoning_tokens: reply.usage.as_ref().and_then(|u| u.reasoning_tokens).map(|t| t as u64),
+                    tokens,
+                })
+            }
             Err(e) => {
                 let message = format!(
                     "summarization failed: {}; nothing was folded and the mark is still active",

@@ -23,7 +23,7 @@ use napi_derive::napi;
 
 use crate::abort::SignalListener;
 use crate::convert::{promise, rejected, throw, CoreResult};
-pub use crate::host::{FoldPlan, FoldRegion, SummaryReply, SummaryUsage};
+pub use crate::host::{FoldPlan, FoldRegion, SummaryReply, SummaryUsage, TokenPrices};
 pub use crate::recall::{recall_search, RecallSearch};
 pub use crate::report::{extractive_report, ReportOptions};
 
@@ -74,6 +74,11 @@ pub struct RewindResult {
     pub end: u32,
     pub folded_chars: i64,
     pub report_chars: i64,
+    /// Region tokens minus report tokens; present only when `summarize` priced both (`tokens`).
+    pub tokens_freed: Option<i64>,
+    /// Present only when the report was committed but the mark could not be stamped folded: the
+    /// fold happened, the mark still reads active, and the next `rewind` finishes the stamp.
+    pub stamp_error: Option<String>,
 }
 
 /// Unwraps a conversion result or returns a promise rejected with its error.
@@ -422,6 +427,8 @@ pub fn rewind<'e>(
                         end: r.end,
                         folded_chars: r.folded_chars as i64,
                         report_chars: r.report_chars as i64,
+                        tokens_freed: r.tokens_freed.map(|t| t as i64),
+                        stamp_error: r.stamp_error,
                     })
                 }
                 Err(err) => err,

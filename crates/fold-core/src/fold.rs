@@ -5,11 +5,13 @@
 //! 1. latest mark of the session: none → `NO_CHECKPOINT`; already folded → `EMPTY_REGION`;
 //! 2. the session's fold lock, without waiting: held → `FOLD_IN_PROGRESS`;
 //! 3. snapshot the surface; if a report of this very mark is already on it (a crash between
-//!    commit and stamp), finish the stamp and return that fold's result — never fold it again;
+//!    commit and stamp: a report naming the mark's id, appended after the mark was taken),
+//!    finish the stamp and return that fold's result — never fold it again;
 //!    else select the region ([`crate::region`]);
 //! 4. summarize; an empty report is retried up to `max_summarization_retries` times, then
 //!    `SUMMARIZE_FAILED` with the last finish reason and token usage;
-//! 5. the report must be shorter than the region's text, or `SHRINK` (skipped for a text-less region);
+//! 5. the report must be smaller than the region — in tokens when the host's meter priced both,
+//!    else in model-visible chars — or `SHRINK` (skipped for a region that weighs nothing);
 //! 6. commit: the host re-selects from a fresh snapshot and appends the replacement in one
 //!    synchronous step, or answers "changed" → `CHANGED`;
 //! 7. stamp the mark folded (durable), release the lock, return the [`FoldResult`].
@@ -47,6 +49,18 @@ pub struct Summary {
     pub finish: Option<String>,
     pub output_tokens: Option<u64>,
     pub reasoning_tokens: Option<u64>,
+    /// The host's token prices of the region and of the report, when it has a token meter: the
+    /// shrink check then compares them instead of chars, and the result reports `tokens_freed`.
+    pub tokens: Option<TokenPrices>,
+}
+
+/// Token prices measured by the host's meter (DSH's `ctx.tokenMeter`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TokenPrices {
+    /// The folded region's nodes.
+    pub region: u64,
+    /// The replacement message carrying the report.
+    pub report: u64,
 }
 
 /// What the host must append, if the surface still selects the same region.
@@ -64,7 +78,7 @@ pub enum Commit {
 }
 
 /// The result every successful rewind returns (and a repaired one reconstructs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FoldResult {
     pub mark_id: u64,
     pub folded_nodes: u32,
@@ -72,7 +86,15 @@ pub struct FoldResult {
     pub end: u32,
     pub folded_chars: u64,
     pub report_chars: u64,
+    /// Region tokens minus report tokens, when the host priced both ([`Summary::tokens`]).
+    pub tokens_freed: Option<u64>,
+    /// Why the mark could not be stamped folded after the report was committed, when it could
+    /// not (after [`STAMP_ATTEMPTS`] tries). The fold happened; the next rewind repairs the stamp.
+    pub stamp_error: Option<String>,
 }
+
+/// Tries of the durable stamp once the report is committed.
+pub const STAMP_ATTEMPTS: u32 = 3;
 
 /// The session side of a fold.
 pub trait FoldHost {
@@ -237,8 +259,12 @@ pub async fn rewind<H: FoldHost>(
 
     // 3. the region, or the repair of a fold committed but never stamped.
     let surface = Surface::decode(&abort.race(host.snapshot()).await?)?;
-    if let Some(report) = surface.reports.iter().find(|r| u64::from(r.mark_id) == mark.id) {
-        complete_fold(store, session_id, mark.id).await?;
+    // A report repairs the mark only if it names it AND was appended after it was taken: ids
+    // restart at 1 when the store file is deleted or `store` moves, so an older report may name
+    // a new mark's id.
+    let repairs = |r: &&crate::surface::Report| r.mark_id == mark.id && u64::from(r.seq) >= mark.log_length;
+    if let Some(report) = surface.reports.iter().find(repairs) {
+        let stamp_error = stamp(store, session_id, mark.id).await;
         return Ok(FoldResult {
             mark_id: mark.id,
             folded_nodes: report.folded_nodes,
@@ -252,6 +278,8 @@ pub async fn rewind<H: FoldHost>(
                     .find(|n| n.seq == report.seq)
                     .map_or(0, |n| n.chars),
             ),
+            tokens_freed: None,
+            stamp_error,
         });
     }
     let region = region::select(&surface, mark.log_length)?;
@@ -278,15 +306,30 @@ pub async fn rewind<H: FoldHost>(
         )));
     };
 
-    // 5. the shrink check.
+    // 5. the shrink check: in tokens when the host priced them, else in chars.
     let report_chars = js_len(&report);
     let folded_chars = request.region.folded_chars;
-    if folded_chars > 0 && report_chars >= folded_chars {
-        return Err(FoldError::Shrink(format!(
-            "the report ({report_chars} chars) is not shorter than the {folded_chars} chars it would replace; \
-             nothing was folded and the mark is still active"
-        )));
-    }
+    let nodes = request.region.seqs.len();
+    let tokens_freed = match last.tokens {
+        Some(TokenPrices { region, report }) => {
+            if region > 0 && report >= region {
+                return Err(FoldError::Shrink(format!(
+                    "the report ({report} tokens) is not smaller than the folded region ({region} tokens over {nodes} nodes); \
+                     nothing was folded and the mark is still active"
+                )));
+            }
+            Some(region.saturating_sub(report))
+        }
+        None => {
+            if folded_chars > 0 && report_chars >= folded_chars {
+                return Err(FoldError::Shrink(format!(
+                    "the report ({report_chars} chars) is not smaller than the folded region ({folded_chars} chars over {nodes} nodes); \
+                     nothing was folded and the mark is still active"
+                )));
+            }
+            None
+        }
+    };
 
     // 6. the commit.
     abort.check()?;
@@ -303,13 +346,8 @@ pub async fn rewind<H: FoldHost>(
         ));
     }
 
-    // 7. the stamp.
-    complete_fold(store, session_id, mark.id).await.map_err(|e| {
-        FoldError::StoreIo(format!(
-            "the report was committed but the mark could not be stamped folded ({e}); \
-             the next rewind finishes the stamp"
-        ))
-    })?;
+    // 7. the stamp. The fold has happened: nothing from here on fails the rewind.
+    let stamp_error = stamp(store, session_id, mark.id).await;
     let region = &plan.request.region;
     Ok(FoldResult {
         mark_id: mark.id,
@@ -318,6 +356,26 @@ pub async fn rewind<H: FoldHost>(
         end: region.end(),
         folded_chars,
         report_chars,
+        tokens_freed,
+        stamp_error,
+    })
+}
+
+/// Stamps the mark folded, trying [`STAMP_ATTEMPTS`] times; the last error, if every try failed.
+async fn stamp(store: &Arc<Store>, session_id: &str, mark_id: u64) -> Option<String> {
+    let mut last = None;
+    for _ in 0..STAMP_ATTEMPTS {
+        match complete_fold(store, session_id, mark_id).await {
+            Ok(_) => return None,
+            Err(e) => last = Some(e),
+        }
+    }
+    last.map(|e| {
+        format!(
+            "{}: the report was committed but mark {mark_id} could not be stamped folded ({e}); \
+             the next rewind finishes the stamp",
+            e.code()
+        )
     })
 }
 

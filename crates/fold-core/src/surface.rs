@@ -14,8 +14,9 @@
 //!     chars           model-visible text size (UTF-16 units: text, reasoning, call arguments, outputs)
 //!     link            assistant: how many tool calls it opens;
 //!                     tool result: 1 + seq of the assistant event that opened its call (0: unknown)
-//! [..] R              rewind reports on the surface, 6 words each:
-//!     seq, markId, foldedNodes, startSeq, endSeq, foldedChars
+//! [..] R              rewind reports on the surface, 7 words each:
+//!     seq, markIdLow, markIdHigh, foldedNodes, startSeq, endSeq, foldedChars
+//!                     (the mark id is carried whole: low and high 32 bits; ids reach 2^53 - 1)
 //! ```
 //!
 //! Linking a result to its opener by seq (not by call id) lets the host resolve call ids once per
@@ -30,7 +31,7 @@ pub const FORMAT: u32 = 1;
 pub const NONE: u32 = u32::MAX;
 const HEADER_WORDS: usize = 4;
 const NODE_WORDS: usize = 5;
-const REPORT_WORDS: usize = 6;
+const REPORT_WORDS: usize = 7;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -71,7 +72,7 @@ impl Node {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Report {
     pub seq: u32,
-    pub mark_id: u32,
+    pub mark_id: u64,
     pub folded_nodes: u32,
     pub start: u32,
     pub end: u32,
@@ -262,11 +263,11 @@ impl Surface {
             .chunks_exact(REPORT_WORDS)
             .map(|w| Report {
                 seq: w[0],
-                mark_id: w[1],
-                folded_nodes: w[2],
-                start: w[3],
-                end: w[4],
-                folded_chars: w[5],
+                mark_id: u64::from(w[1]) | u64::from(w[2]) << 32,
+                folded_nodes: w[3],
+                start: w[4],
+                end: w[5],
+                folded_chars: w[6],
             })
             .collect::<Vec<_>>();
         for report in &reports {
@@ -306,7 +307,12 @@ impl Surface {
         }
         words.push(reports.len() as u32);
         for r in reports {
-            words.extend([r.seq, r.mark_id, r.folded_nodes, r.start, r.end, r.folded_chars]);
+            #[allow(
+                clippy::cast_possible_truncation,
+                reason = "the id is split into its two 32-bit halves"
+            )]
+            let (low, high) = (r.mark_id as u32, (r.mark_id >> 32) as u32);
+            words.extend([r.seq, low, high, r.folded_nodes, r.start, r.end, r.folded_chars]);
         }
         words
     }

@@ -6,7 +6,9 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fold_core::fold::{self, Abort, Commit, FoldHost, FoldPlan, FoldRequest, FoldResult, RewindOptions, Summary};
+use fold_core::fold::{
+    self, Abort, Commit, FoldHost, FoldPlan, FoldRequest, FoldResult, RewindOptions, Summary, TokenPrices,
+};
 use fold_core::locks::session_locks;
 use fold_core::region;
 use fold_core::store::{Limits, Store};
@@ -58,6 +60,7 @@ fn text(t: &str) -> Reply {
         finish: Some("stop".into()),
         output_tokens: Some(12),
         reasoning_tokens: None,
+        tokens: None,
     })
 }
 
@@ -67,6 +70,7 @@ fn empty(finish: &str, output: u64, reasoning: Option<u64>) -> Reply {
         finish: Some(finish.into()),
         output_tokens: Some(output),
         reasoning_tokens: reasoning,
+        tokens: None,
     })
 }
 
@@ -83,6 +87,8 @@ struct Host {
     attempts: Vec<u32>,
     requests: Vec<FoldRequest>,
     commits: Vec<FoldPlan>,
+    /// Runs once a commit has appended the report.
+    after_commit: Option<Box<dyn FnOnce() + Send>>,
 }
 
 /// 0 user request, 1 assistant[checkpoint], 2 tool/call, (mark: logLength 3), 3 result,
@@ -123,7 +129,13 @@ impl Host {
             attempts: Vec::new(),
             requests: Vec::new(),
             commits: Vec::new(),
+            after_commit: None,
         }
+    }
+
+    fn after_commit(mut self, f: impl FnOnce() + Send + 'static) -> Self {
+        self.after_commit = Some(Box::new(f));
+        self
     }
 
     fn replying(mut self, replies: impl IntoIterator<Item = Reply>) -> Self {
@@ -198,12 +210,15 @@ impl FoldHost for Host {
         let seq = self.replace(region.start_pos, region.end_pos, plan.report_chars as u32);
         self.reports.push(Report {
             seq,
-            mark_id: plan.request.mark_id as u32,
+            mark_id: plan.request.mark_id,
             folded_nodes: region.seqs.len() as u32,
             start: region.start(),
             end: region.end(),
             folded_chars: region.folded_chars as u32,
         });
+        if let Some(f) = self.after_commit.take() {
+            f();
+        }
         Ok(Commit::Committed)
     }
 }
@@ -263,6 +278,8 @@ async fn a_successful_fold_stamps_the_mark_and_returns_the_result() {
             end: 11,
             folded_chars: REGION_CHARS,
             report_chars: 32,
+            tokens_freed: None,
+            stamp_error: None,
         }
     );
     // The summarizer saw the region, once.
@@ -478,6 +495,38 @@ async fn a_report_not_shorter_than_the_region_is_shrink() {
 }
 
 #[tokio::test]
+async fn with_token_prices_the_shrink_check_compares_tokens_and_the_result_frees_them() {
+    let (_dir, store, _) = marked().await;
+    let priced = |text: &str, region: u64, report: u64| {
+        Reply::Text(Summary {
+            text: text.into(),
+            tokens: Some(TokenPrices { region, report }),
+            ..Summary::default()
+        })
+    };
+    // Longer than the region in chars, lighter in tokens: folds, freeing the difference.
+    let long = "y".repeat(REGION_CHARS as usize + 10);
+    let mut host = exploration().replying([priced(&long, 120, 80)]);
+    let result = rewind(&store, &mut host).await.unwrap();
+    assert_eq!(
+        (result.report_chars, result.tokens_freed),
+        (REGION_CHARS + 10, Some(40))
+    );
+    // Shorter in chars, not lighter in tokens: SHRINK, in tokens.
+    let (_dir, store, _) = marked().await;
+    let mut host = exploration().replying([priced("short", 120, 120)]);
+    let err = rewind(&store, &mut host).await.unwrap_err();
+    assert_eq!(err.code(), "SHRINK");
+    assert!(
+        err.to_string()
+            .contains("(120 tokens) is not smaller than the folded region (120 tokens over 5 nodes)"),
+        "{err}"
+    );
+    assert_untouched(&host);
+    assert_still_active(&store);
+}
+
+#[tokio::test]
 async fn the_shrink_check_is_skipped_for_a_region_without_text() {
     let (_dir, store, _) = marked().await;
     let mut host = exploration();
@@ -594,7 +643,7 @@ async fn a_committed_but_unstamped_fold_is_repaired_not_folded_again() {
     host.replace(3, 8, 33);
     host.reports.push(Report {
         seq: 14,
-        mark_id: mark_id as u32,
+        mark_id,
         folded_nodes: 5,
         start: 4,
         end: 11,
@@ -612,6 +661,8 @@ async fn a_committed_but_unstamped_fold_is_repaired_not_folded_again() {
             end: 11,
             folded_chars: 300,
             report_chars: 33,
+            tokens_freed: None,
+            stamp_error: None,
         }
     );
     assert!(host.attempts.is_empty(), "the summarizer is never called");
@@ -637,6 +688,86 @@ async fn a_report_of_an_older_mark_does_not_repair_the_latest() {
     let result = rewind(&store, &mut host).await.unwrap();
     assert_eq!((result.mark_id, result.start, result.end), (second.id, 16, 17));
     assert_eq!(host.attempts, [0, 0]);
+}
+
+#[tokio::test]
+async fn a_report_appended_before_the_mark_never_repairs_it() {
+    // The store file was deleted (or `store` moved): ids restart at 1. An old fold's report,
+    // which named mark 1 of the old store, stands on the surface (seq 14); the new store's first
+    // mark, id 1 again, is taken after it (log length 16). The report is older than the mark, so
+    // it is not that mark's fold: the new exploration is folded.
+    let (_dir, store) = store();
+    let mut host = exploration();
+    host.replace(3, 8, 33);
+    host.reports.push(Report {
+        seq: 14,
+        mark_id: 1,
+        folded_nodes: 5,
+        start: 4,
+        end: 11,
+        folded_chars: 300,
+    });
+    host.nodes
+        .extend([res(15, 12, 5), asst(16, 1, 10), res(17, 16, 90), asst(18, 1, 5)]);
+    host.event_count = 19;
+    host.current = Some(18);
+    let mark = fold::mark(&store, SESSION, 16, None).await.unwrap();
+    assert_eq!(mark.id, 1, "a fresh store starts at 1 again");
+    let result = rewind(&store, &mut host).await.unwrap();
+    assert_eq!(
+        (result.mark_id, result.start, result.end, result.folded_nodes),
+        (1, 16, 17, 2)
+    );
+    assert_eq!(host.attempts, [0], "the new region was summarized, not repaired");
+    assert_eq!(host.commits.len(), 1);
+}
+
+#[tokio::test]
+async fn a_report_names_its_mark_id_whole_past_32_bits() {
+    // Mark 2^32 + 1's report must not be read as mark 1's, nor mark 1's as 2^32 + 1's.
+    let (_dir, store, mark_id) = marked().await;
+    assert_eq!(mark_id, 1);
+    let mut host = exploration();
+    host.replace(3, 8, 33);
+    host.reports.push(Report {
+        seq: 14,
+        mark_id: (1 << 32) + 1,
+        folded_nodes: 5,
+        start: 4,
+        end: 11,
+        folded_chars: 300,
+    });
+    let decoded = Surface::decode(&host.words()).unwrap();
+    assert_eq!(decoded.reports[0].mark_id, (1 << 32) + 1);
+    // Not this mark's report: the fold goes on (and selects the report itself, after the mark).
+    let result = rewind(&store, &mut host).await.unwrap();
+    assert_eq!(host.attempts, [0]);
+    assert_eq!(result.start, 14);
+}
+
+#[tokio::test]
+async fn a_stamp_that_fails_after_the_commit_still_returns_the_fold() {
+    let (dir, store, mark_id) = marked().await;
+    // Every write fails once the commit has run: the store's folder is now a file.
+    let folder = dir.path().join("storages");
+    let mut host = exploration().after_commit(move || {
+        std::fs::rename(&folder, folder.with_extension("away")).unwrap();
+        std::fs::write(&folder, "not a folder").unwrap();
+    });
+    let result = rewind(&store, &mut host).await.expect("the fold happened");
+    assert_eq!((result.mark_id, result.folded_nodes), (mark_id, 5));
+    let why = result.stamp_error.expect("the stamp failed");
+    assert!(why.starts_with("STORE_IO: "), "{why}");
+    assert_eq!(host.reports.len(), 1, "the report is on the surface");
+    let folder = dir.path().join("storages");
+    std::fs::remove_file(&folder).unwrap();
+    std::fs::rename(folder.with_extension("away"), &folder).unwrap();
+    // The next rewind finishes the stamp instead of folding again.
+    let repaired = rewind(&store, &mut host).await.unwrap();
+    assert_eq!(repaired.stamp_error, None);
+    assert_eq!((repaired.start, repaired.end), (result.start, result.end));
+    assert_eq!(host.attempts, [0], "no second report");
+    assert!(!store.has_active(SESSION).unwrap());
 }
 
 #[tokio::test]

@@ -587,7 +587,7 @@ fn rejects_a_current_seq_that_is_not_an_assistant_node() {
 #[test]
 fn rejects_a_report_not_on_the_surface() {
     let mut words = valid_words();
-    let r = words.len() - 6;
+    let r = words.len() - 7;
     words[r] = 13; // a tool/call event
     assert_invalid(&words, "report seq not on the surface");
     words[r] = 99;
