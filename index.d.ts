@@ -27,12 +27,41 @@ export interface RewindHost {
 }
 
 /**
+ * `planBlockSummary`'s answer: the commit to write now, or why the summary must wait (plan
+ * again at the next session event: the range is computed again then).
+ */
+export type BlockPlan =
+  | { status: 'commit'; plan: BlockCommitPlan }
+  | {
+      status: 'pending'
+      /** `results`: calls in the range have no result yet; `compaction`: a `compaction/start`
+       * has no end yet; `rewind`: a rewind (or mark) of the session holds its lock. */
+      waitFor: 'results' | 'compaction' | 'rewind'
+      /** What the summary waits for, in words for the model's note. */
+      reason: string
+    }
+
+/**
  * Which binding artifact the generated loader actually loaded: `'native'` for
  * a native addon, otherwise the `platformArchABI` of the WASI flavor. Every
  * flavor napi-rs can build is listed, because `NAPI_RS_NATIVE_LIBRARY_PATH`
  * can point the loader at a WASI artifact this package does not build itself.
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
+
+/** What a summary of `closed` replaces right now. */
+export interface BlockCommitPlan {
+  /** Seq of the first replaced surface node (the replace op's `start`). */
+  start: number
+  /** Seq of the last replaced surface node (the replace op's `end`). */
+  end: number
+  /** The replaced nodes' seqs in model order (the shadowed seqs). */
+  seqs: Uint32Array
+  /** The ids the summary carries on: the range's ids minus the targets, in order of first appearance. */
+  remaining: string[]
+  /** The targets, in request order. */
+  closed: string[]
+}
 
 /** Stamps `markId` folded when it is the session's latest active mark; `false` changes nothing. */
 export declare function completeFold(store: StoreRef, sessionId: string, markId: number): Promise<boolean>
@@ -115,6 +144,12 @@ export interface NewMark {
   id: number
   logLength: number
 }
+
+/**
+ * Plans a block summary of `targets` requested at log length `requestSeq`: what it replaces now,
+ * or why it must wait. Pure and synchronous; writes nothing.
+ */
+export declare function planBlockSummary(sessionId: string, snapshot: Uint32Array, targets: string[], requestSeq: number): BlockPlan
 
 /** The commit-time check: does `snapshot` still select exactly `plan`'s region? */
 export declare function planMatches(plan: FoldPlan | FoldRegion, snapshot: Uint32Array): boolean

@@ -845,6 +845,7 @@ module.exports.isFoldError = nativeBinding.isFoldError
 module.exports.latestMark = nativeBinding.latestMark
 module.exports.listMarks = nativeBinding.listMarks
 module.exports.mark = nativeBinding.mark
+module.exports.planBlockSummary = nativeBinding.planBlockSummary
 module.exports.planMatches = nativeBinding.planMatches
 module.exports.recallSearch = nativeBinding.recallSearch
 module.exports.rewind = nativeBinding.rewind

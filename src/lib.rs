@@ -3,6 +3,7 @@
 //! `code` (see `FoldError::code`), rejected or thrown on the JS thread.
 
 mod abort;
+mod blocks;
 mod convert;
 mod host;
 mod recall;
@@ -22,6 +23,7 @@ use napi::{Env, ValueType};
 use napi_derive::napi;
 
 use crate::abort::SignalListener;
+pub use crate::blocks::{plan_block_summary, BlockCommitPlan};
 use crate::convert::{promise, rejected, throw, CoreResult};
 pub use crate::host::{FoldPlan, FoldRegion, SummaryReply, SummaryUsage, TokenPrices};
 pub use crate::recall::{recall_search, RecallSearch};

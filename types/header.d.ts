@@ -25,3 +25,18 @@ export interface RewindHost {
   summarize(region: FoldRegion, attempt: number): Promise<string | SummaryReply>
   commit(plan: FoldPlan): 'committed' | 'changed'
 }
+
+/**
+ * `planBlockSummary`'s answer: the commit to write now, or why the summary must wait (plan
+ * again at the next session event: the range is computed again then).
+ */
+export type BlockPlan =
+  | { status: 'commit'; plan: BlockCommitPlan }
+  | {
+      status: 'pending'
+      /** `results`: calls in the range have no result yet; `compaction`: a `compaction/start`
+       * has no end yet; `rewind`: a rewind (or mark) of the session holds its lock. */
+      waitFor: 'results' | 'compaction' | 'rewind'
+      /** What the summary waits for, in words for the model's note. */
+      reason: string
+    }

@@ -40,6 +40,11 @@
  * `dsh.profile.bundles`. A tarball that is not a bundle stays a plain
  * dependency (e.g. a napi platform package).
  *
+ * `root` (a previous run's `root`) runs again in that run's HOME, DSH_HOME and cwd, so a
+ * second boot sees the first one's profile and persisted sessions (a restart); `onStart(pid)`
+ * is called with the host's pid (its process group's id) once it is spawned, so a test can
+ * kill it mid-run (`process.kill(-pid, 'SIGKILL')`).
+ *
  * Helpers: `storageRows(dshHome)` (the DSH storage rows headless lacks),
  * `sessionLogs(dshHome)` / `readSessionLog(file)` (the durable session log,
  * `$DSH_HOME/sessions/--<cwd>--/<id>/session.jsonl.zstd`, decoded on Node 22
@@ -164,10 +169,11 @@ export function installBundles (profileDir, tarballs) {
 }
 
 /** Run Node 22 on the boot script; resolves with the exit facts and captured output. */
-function runBoot ({ node22, hostDir, spec, env, cwd, timeoutMs, echo }) {
+function runBoot ({ node22, hostDir, spec, env, cwd, timeoutMs, echo, onStart }) {
   return new Promise((resolvePromise) => {
     const t0 = performance.now()
     const child = spawn(node22, [bootFile(hostDir), JSON.stringify(spec)], { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
+    onStart?.(child.pid)
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (d) => { stdout += d; if (echo) process.stderr.write(d) })
@@ -186,12 +192,12 @@ function runBoot ({ node22, hostDir, spec, env, cwd, timeoutMs, echo }) {
 /**
  * @param {{task: string, baseUrl?: string, patchRows?: object[] | Function, bundles?: string[],
  *   env?: Record<string,string>, cwd?: string, timeoutMs?: number, profile?: string,
- *   args?: string[], echo?: boolean}} options
+ *   args?: string[], echo?: boolean, root?: string, onStart?: (pid: number) => void}} options
  */
 export async function runHost ({ task, baseUrl, patchRows = [], bundles = [], env = {}, cwd, timeoutMs = 120_000,
-  profile = 'headless', args, echo = process.env.DSH_E2E_ECHO === '1' } = {}) {
+  profile = 'headless', args, echo = process.env.DSH_E2E_ECHO === '1', root, onStart } = {}) {
   const { node22, hostDir } = ensureHost()
-  const root = mkdtempSync(join(tmpdir(), 'dsh-e2e-'))
+  root = root ?? mkdtempSync(join(tmpdir(), 'dsh-e2e-'))
   const home = join(root, 'home')
   const dshHome = join(home, '.dsh')
   cwd = cwd ?? join(root, 'work')
@@ -214,10 +220,10 @@ export async function runHost ({ task, baseUrl, patchRows = [], bundles = [], en
   const rows = typeof patchRows === 'function' ? patchRows({ dshHome, root, cwd }) : patchRows
   const patchFiles = []
   if (rows.length > 0) {
-    patchFiles.push(join(root, 'e2e.patch.yml'))
+    patchFiles.push(join(root, `e2e-${Date.now()}.patch.yml`))
     writeFileSync(patchFiles[0], JSON.stringify(toPatchList(rows), null, 2) + '\n') // JSON is YAML
   }
-  const result = await runBoot({ ...base, spec: { mode: 'boot', profile, patchFiles, args: args ?? [task] } })
+  const result = await runBoot({ ...base, onStart, spec: { mode: 'boot', profile, patchFiles, args: args ?? [task] } })
   return { ...result, root, home, dshHome, cwd, profileDir, cleanup: () => rmSync(root, { recursive: true, force: true }) }
 }
 

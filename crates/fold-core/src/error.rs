@@ -47,6 +47,16 @@ pub enum FoldError {
     /// Bad input from the caller.
     #[error("{0}")]
     InvalidArgument(String),
+    /// Block mode: a block id the summary closes has no message on the surface.
+    #[error("{0}")]
+    UnknownBlock(String),
+    /// Block mode: the summary's range crosses a message no summary may replace.
+    #[error("{0}")]
+    Protected(String),
+    /// Block mode: the range changed after the summary was written (a new user message in it, or
+    /// another producer's replacement over part of it); the model must read it and summarize again.
+    #[error("{0}")]
+    Stale(String),
 }
 
 impl FoldError {
@@ -66,11 +76,14 @@ impl FoldError {
             Self::StoreVersion(_) => "STORE_VERSION",
             Self::StoreIo(_) => "STORE_IO",
             Self::InvalidArgument(_) => "INVALID_ARGUMENT",
+            Self::UnknownBlock(_) => "UNKNOWN_BLOCK",
+            Self::Protected(_) => "PROTECTED",
+            Self::Stale(_) => "STALE",
         }
     }
 
     /// Every code this crate can produce.
-    pub const CODES: [&'static str; 13] = [
+    pub const CODES: [&'static str; 16] = [
         "NO_CHECKPOINT",
         "EMPTY_REGION",
         "UNBALANCED",
@@ -84,6 +97,9 @@ impl FoldError {
         "STORE_VERSION",
         "STORE_IO",
         "INVALID_ARGUMENT",
+        "UNKNOWN_BLOCK",
+        "PROTECTED",
+        "STALE",
     ];
 
     pub(crate) fn io(path: &Path, what: &str, err: &std::io::Error) -> Self {

@@ -8,9 +8,11 @@
 //! - [`region`]: which surface nodes a fold replaces — the fold's rules, in one file.
 //! - [`fold`]: the rewind transaction, generic over a [`fold::FoldHost`].
 //! - [`recall`]: the linear-time matcher of the `recall` tool.
+//! - [`blocks`]: what a block summary replaces — block mode's rules, in one file.
 
 #![forbid(unsafe_code)]
 
+pub mod blocks;
 pub mod error;
 pub mod fold;
 pub mod locks;

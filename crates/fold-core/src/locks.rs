@@ -72,6 +72,18 @@ impl SessionLocks {
         }
     }
 
+    /// Whether the session's lock is held (or awaited) right now, under any store path: a rewind
+    /// (or a mark) of that session is under way. Block mode asks before it commits, and waits.
+    ///
+    /// It only looks: an entry's mutex is shared by the map and by each guard or waiter, so more
+    /// than one owner means busy. Probing with `try_lock` instead would, for an instant, hold the
+    /// lock itself and could make a rewind starting at that instant fail `FOLD_IN_PROGRESS`.
+    pub fn is_held(&self, session_id: &str) -> bool {
+        self.map
+            .iter()
+            .any(|e| e.key().1 == session_id && Arc::strong_count(e.value()) > 1)
+    }
+
     /// Number of sessions with a live entry (for leak tests).
     pub fn len(&self) -> usize {
         self.map.len()

@@ -1,6 +1,9 @@
-//! The surface snapshot: what the host tells the core about its model-visible surface.
+//! The surface snapshots: what the host tells the core about its model-visible surface.
 //!
-//! A snapshot is a flat `u32` array (a JS `Uint32Array`, passed without copying), version 1:
+//! Two formats, both flat `u32` arrays (a JS `Uint32Array`, passed without copying): version 1
+//! for rewind ([`Surface`]) and version 2 for block mode ([`BlockSurface`]).
+//!
+//! Version 1:
 //!
 //! ```text
 //! [0] FORMAT (= 1)
@@ -19,9 +22,43 @@
 //!                     (the mark id is carried whole: low and high 32 bits; ids reach 2^53 - 1)
 //! ```
 //!
+//! Version 2 (block mode) carries its own id table (each block id once) after the id sets; the
+//! sets name ids by their index in it:
+//!
+//! ```text
+//! [0] FORMAT (= 2)
+//! [1] eventCount      the session log's length now; every seq is below it
+//! [2] flags           bit 0: OPEN_COMPACTION, a `compaction/start` has no `compaction/end` yet
+//! [3] I               ids in the id table
+//! [4] N               surface nodes, in model order, 4 words each:
+//!     seq             the event's seq
+//!     meta            bits 0-1: kind (0 other, 1 user, 2 assistant, 3 tool result)
+//!                     bit 2 PROTECTED: no summary may replace it (a system/developer message)
+//!                     bit 3 USER_AUTHORED: a `user/message` appended to the conversation (not a
+//!                           replacement): the user's prompt, or context injected on the user's side
+//!                     bit 4 BLOCK_SUMMARY: a block summary (a replacement `user/message`)
+//!                     bit 5 REPLACEMENT: another producer's replacement (a compaction, a rewind report)
+//!     link            as in version 1
+//!     set             0: no ids; k >= 1: id set k-1, whose meaning the node's kind says:
+//!                     assistant: the ids of its block calls, call after call (repeats allowed);
+//!                     BLOCK_SUMMARY: the ids it carries; REPLACEMENT: the ids of what it covered
+//! [..] S              id sets, each: its length L >= 1, then L indexes into the id table
+//! [..]                the id table, I ids, each: its length U >= 1 in UTF-16 code units, then
+//!                     ceil(U / 2) words, two code units each (the first in the low half; an odd
+//!                     length leaves the last high half 0)
+//! ```
+//!
+//! Ids travel as the UTF-16 code units JS holds, and stay so ([`BlockId`]): a JS string may hold
+//! lone surrogates that UTF-8 cannot, and two distinct ids must never become one. Packing them
+//! into the words keeps the whole snapshot one array, read without converting a string.
+//!
+//! The v2 words are facts read off the log (a call's arguments, a summary's metadata, a result's
+//! call); every rule that turns them into a block's messages lives in [`crate::blocks`].
+//!
 //! Linking a result to its opener by seq (not by call id) lets the host resolve call ids once per
-//! immutable event and keeps every record fixed-size. Decoding validates everything: a host bug
-//! must never become a wrong fold.
+//! immutable event and keeps every record fixed-size; interning id sets keeps the v2 node record
+//! fixed-size too. Decoding validates everything: a host bug must never become a wrong fold or a
+//! wrong commit.
 
 use std::collections::HashMap;
 
@@ -143,6 +180,108 @@ fn bad(what: impl std::fmt::Display) -> FoldError {
     FoldError::invalid(format!("invalid surface snapshot: {what}"))
 }
 
+/// A node's kind word and link word, checked: the kind is known, only assistant nodes open
+/// calls, only results link to an opener, and an opener is never a later event.
+fn kind_and_link(i: usize, seq: u32, kind: u32, link: u32) -> std::result::Result<(Kind, u32, Option<u32>), String> {
+    let kind = match kind {
+        0 => Kind::Other,
+        1 => Kind::User,
+        2 => Kind::Assistant,
+        3 => Kind::ToolResult,
+        k => return Err(format!("node {i}: unknown kind {k}")),
+    };
+    let (opens, opener) = match kind {
+        Kind::Assistant => (link, None),
+        Kind::ToolResult if link == 0 => (0, None),
+        // `link >= 1` here, so this is `link - 1 >= seq`: the opener is not before the result.
+        Kind::ToolResult if link > seq => {
+            return Err(format!(
+                "node {i}: result {seq} answers a call of later event {}",
+                link - 1
+            ));
+        }
+        Kind::ToolResult => (0, Some(link - 1)),
+        _ if link != 0 => return Err(format!("node {i}: a {kind:?} node cannot link to calls")),
+        _ => (0, None),
+    };
+    Ok((kind, opens, opener))
+}
+
+/// What pairing reads of a node: the seq, the kind, the calls it opens, the call it answers.
+pub(crate) struct Link {
+    seq: u32,
+    kind: Kind,
+    opens: u32,
+    opener: Option<u32>,
+}
+
+pub(crate) trait Linked {
+    fn link(&self) -> Link;
+}
+
+impl Linked for Node {
+    fn link(&self) -> Link {
+        Link {
+            seq: self.seq,
+            kind: self.kind,
+            opens: self.opens,
+            opener: self.opener,
+        }
+    }
+}
+
+/// The pairing indexes both formats derive: which surface node opened each result's call, and
+/// how each assistant node's calls are answered on the surface.
+#[derive(Debug, Clone)]
+pub(crate) struct Pairing {
+    /// For each node: the position of the node that opened its call (tool results).
+    pub(crate) opener_pos: Vec<Option<usize>>,
+    /// For each node: how many of its calls are answered on the surface (assistant nodes).
+    pub(crate) answered: Vec<u32>,
+    /// For each node: the last position answering one of its calls (assistant nodes).
+    pub(crate) last_answer: Vec<Option<usize>>,
+}
+
+impl Pairing {
+    /// Links every result to its opener on the surface (a result whose opener is off the surface
+    /// stays unlinked: an orphan); an opener that is not an assistant node, or an assistant
+    /// answered more often than it has calls, is a host bug.
+    fn of<T: Linked>(nodes: &[T], pos_of_seq: &SeqIndex) -> std::result::Result<Self, String> {
+        let n = nodes.len();
+        let mut opener_pos = vec![None; n];
+        let mut answered = vec![0u32; n];
+        let mut last_answer = vec![None; n];
+        for (i, node) in nodes.iter().enumerate() {
+            let Some(opener) = node.link().opener else { continue };
+            let Some(p) = pos_of_seq.get(opener) else {
+                continue;
+            };
+            let calls = nodes[p].link();
+            if calls.kind != Kind::Assistant {
+                return Err(format!(
+                    "result {} is linked to {} which is not an assistant node",
+                    node.link().seq,
+                    opener
+                ));
+            }
+            answered[p] += 1;
+            if answered[p] > calls.opens {
+                return Err(format!(
+                    "assistant {} has more results than its {} call(s)",
+                    opener, calls.opens
+                ));
+            }
+            opener_pos[i] = Some(p);
+            last_answer[p] = Some(last_answer[p].map_or(i, |l: usize| l.max(i)));
+        }
+        Ok(Self {
+            opener_pos,
+            answered,
+            last_answer,
+        })
+    }
+}
+
 impl Surface {
     /// Decodes and validates a snapshot.
     ///
@@ -188,27 +327,7 @@ impl Surface {
             if origin > seq {
                 return Err(bad(format!("node {i}: origin {origin} is after its seq {seq}")));
             }
-            let kind = match kind {
-                0 => Kind::Other,
-                1 => Kind::User,
-                2 => Kind::Assistant,
-                3 => Kind::ToolResult,
-                k => return Err(bad(format!("node {i}: unknown kind {k}"))),
-            };
-            let (opens, opener) = match kind {
-                Kind::Assistant => (link, None),
-                Kind::ToolResult if link == 0 => (0, None),
-                // `link >= 1` here, so this is `link - 1 >= seq`: the opener is not before the result.
-                Kind::ToolResult if link > seq => {
-                    return Err(bad(format!(
-                        "node {i}: result {seq} answers a call of later event {}",
-                        link - 1
-                    )));
-                }
-                Kind::ToolResult => (0, Some(link - 1)),
-                _ if link != 0 => return Err(bad(format!("node {i}: a {kind:?} node cannot link to calls"))),
-                _ => (0, None),
-            };
+            let (kind, opens, opener) = kind_and_link(i, seq, kind, link).map_err(bad)?;
             nodes.push(Node {
                 seq,
                 origin,
@@ -219,30 +338,11 @@ impl Surface {
             });
         }
 
-        let mut opener_pos = vec![None; n];
-        let mut answered = vec![0u32; n];
-        let mut last_answer = vec![None; n];
-        for (i, node) in nodes.iter().enumerate() {
-            let Some(opener) = node.opener else { continue };
-            let Some(p) = pos_of_seq.get(opener) else {
-                continue;
-            };
-            if nodes[p].kind != Kind::Assistant {
-                return Err(bad(format!(
-                    "result {} is linked to {} which is not an assistant node",
-                    node.seq, opener
-                )));
-            }
-            answered[p] += 1;
-            if answered[p] > nodes[p].opens {
-                return Err(bad(format!(
-                    "assistant {} has more results than its {} call(s)",
-                    opener, nodes[p].opens
-                )));
-            }
-            opener_pos[i] = Some(p);
-            last_answer[p] = Some(last_answer[p].map_or(i, |l: usize| l.max(i)));
-        }
+        let Pairing {
+            opener_pos,
+            answered,
+            last_answer,
+        } = Pairing::of(&nodes, &pos_of_seq).map_err(bad)?;
 
         let current = if current_seq == NONE {
             (0..n)
@@ -313,6 +413,382 @@ impl Surface {
             )]
             let (low, high) = (r.mark_id as u32, (r.mark_id >> 32) as u32);
             words.extend([r.seq, low, high, r.folded_nodes, r.start, r.end, r.folded_chars]);
+        }
+        words
+    }
+}
+
+// ---- Version 2: the block-mode snapshot ---------------------------------------------------------
+
+pub const BLOCK_FORMAT: u32 = 2;
+const BLOCK_HEADER_WORDS: usize = 5;
+const BLOCK_NODE_WORDS: usize = 4;
+
+/// Header flag (v2): a `compaction/start` on the log has no `compaction/end` yet.
+pub const OPEN_COMPACTION: u32 = 1;
+const HEADER_FLAGS: u32 = OPEN_COMPACTION;
+
+const KIND_BITS: u32 = 0b11;
+/// Node flag (v2): a message no summary may replace (a system or developer message).
+pub const PROTECTED: u32 = 1 << 2;
+/// Node flag (v2): a `user/message` appended to the conversation from outside the model's work.
+pub const USER_AUTHORED: u32 = 1 << 3;
+/// Node flag (v2): a block summary; its id set is the ids it carries.
+pub const BLOCK_SUMMARY: u32 = 1 << 4;
+/// Node flag (v2): another producer's replacement; its id set is the ids of what it covered.
+pub const REPLACEMENT: u32 = 1 << 5;
+const NODE_FLAGS: u32 = PROTECTED | USER_AUTHORED | BLOCK_SUMMARY | REPLACEMENT;
+
+/// How a v2 node came to be on the surface, which says what its id set means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Provenance {
+    /// The event itself, appended (an assistant node's set: the ids of its block calls).
+    Appended,
+    /// A block summary (its set: the ids it carries).
+    BlockSummary,
+    /// Another producer's replacement: a compaction, a rewind report (its set: the ids of the
+    /// events it covered, attributed no more).
+    Replacement,
+}
+
+/// One v2 surface node, decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockNode {
+    pub seq: u32,
+    pub kind: Kind,
+    /// Assistant nodes: number of tool calls opened. Others: 0.
+    pub opens: u32,
+    /// Tool results: the seq of the assistant event that opened the call, when known.
+    pub opener: Option<u32>,
+    pub protected: bool,
+    pub user_authored: bool,
+    pub provenance: Provenance,
+    /// The node's id set (an index into the snapshot's sets), if it has one.
+    pub set: Option<u32>,
+}
+
+impl BlockNode {
+    /// An appended node without flags, links or ids.
+    pub fn new(seq: u32, kind: Kind) -> Self {
+        Self {
+            seq,
+            kind,
+            opens: 0,
+            opener: None,
+            protected: false,
+            user_authored: false,
+            provenance: Provenance::Appended,
+            set: None,
+        }
+    }
+}
+
+impl Linked for BlockNode {
+    fn link(&self) -> Link {
+        Link {
+            seq: self.seq,
+            kind: self.kind,
+            opens: self.opens,
+            opener: self.opener,
+        }
+    }
+}
+
+/// A block id exactly as JS holds it: UTF-16 code units (lone surrogates included). Shown lossily
+/// (U+FFFD for a lone surrogate) in messages only.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct BlockId(pub Vec<u16>);
+
+impl BlockId {
+    pub fn units(&self) -> &[u16] {
+        &self.0
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl From<&str> for BlockId {
+    fn from(s: &str) -> Self {
+        Self(s.encode_utf16().collect())
+    }
+}
+
+impl std::fmt::Display for BlockId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&String::from_utf16_lossy(&self.0))
+    }
+}
+
+impl std::fmt::Debug for BlockId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", String::from_utf16_lossy(&self.0))
+    }
+}
+
+/// A validated v2 snapshot with its id table and pairing indexes.
+#[derive(Debug, Clone)]
+pub struct BlockSurface {
+    pub event_count: u32,
+    /// A compaction (of any producer) holds the session's compaction lock.
+    pub open_compaction: bool,
+    /// The id table: every id the sets refer to, each once.
+    pub ids: Vec<BlockId>,
+    pub nodes: Vec<BlockNode>,
+    /// Each set as a range of `members`.
+    sets: Vec<std::ops::Range<usize>>,
+    /// The sets' members: indexes into `ids`.
+    members: Vec<u32>,
+    pub(crate) pairing: Pairing,
+}
+
+fn bad_block(what: impl std::fmt::Display) -> FoldError {
+    FoldError::invalid(format!("invalid block snapshot: {what}"))
+}
+
+impl BlockSurface {
+    /// Decodes and validates a v2 snapshot.
+    ///
+    /// # Errors
+    /// `INVALID_ARGUMENT` naming the first problem: the v1 checks (format, lengths, seqs, kinds,
+    /// links, pairing) plus unknown header or node flags, flags on the wrong kind (only a user
+    /// node is user-authored or a block summary; an assistant node is never another producer's
+    /// replacement), more than one provenance flag, an id set on a node whose kind carries none,
+    /// a set index or id index out of range, an empty set, an empty, repeated or badly packed id.
+    pub fn decode(words: &[u32]) -> Result<Self> {
+        if words.len() < BLOCK_HEADER_WORDS {
+            return Err(bad_block(format!("{} words, shorter than the header", words.len())));
+        }
+        if words[0] != BLOCK_FORMAT {
+            return Err(bad_block(format!(
+                "format {} (block mode reads {BLOCK_FORMAT})",
+                words[0]
+            )));
+        }
+        let event_count = words[1];
+        let flags = words[2];
+        if flags & !HEADER_FLAGS != 0 {
+            return Err(bad_block(format!("unknown header flags {:#x}", flags & !HEADER_FLAGS)));
+        }
+        let id_count = words[3] as usize;
+        let n = words[4] as usize;
+        let nodes_end = n
+            .checked_mul(BLOCK_NODE_WORDS)
+            .and_then(|w| w.checked_add(BLOCK_HEADER_WORDS))
+            .filter(|end| *end < words.len())
+            .ok_or_else(|| bad_block(format!("{n} nodes do not fit in {} words", words.len())))?;
+
+        // The sets, after the nodes: S, then each set as its length and its id indexes.
+        let set_count = words[nodes_end] as usize;
+        let mut sets = Vec::with_capacity(set_count.min(words.len()));
+        let mut at = nodes_end + 1;
+        for k in 0..set_count {
+            let len = *words
+                .get(at)
+                .ok_or_else(|| bad_block(format!("set {k} of {set_count} is past the end of the words")))?
+                as usize;
+            if len == 0 {
+                return Err(bad_block(format!("set {k} is empty (a node without ids names no set)")));
+            }
+            let range = at + 1..at + 1 + len;
+            if range.end > words.len() {
+                return Err(bad_block(format!("set {k} ({len} ids) runs past the end of the words")));
+            }
+            if let Some(m) = words[range.clone()].iter().find(|m| **m as usize >= id_count) {
+                return Err(bad_block(format!("set {k} names id {m}, not below the {id_count} ids")));
+            }
+            sets.push(range.start - nodes_end - 1..range.end - nodes_end - 1);
+            at = range.end;
+        }
+        let members = words[nodes_end + 1..at].to_vec();
+
+        // The id table, after the sets.
+        let mut ids = Vec::with_capacity(id_count.min(words.len()));
+        let mut index = HashMap::with_capacity(id_count.min(words.len()));
+        for i in 0..id_count {
+            let units = *words
+                .get(at)
+                .ok_or_else(|| bad_block(format!("id {i} of {id_count} is past the end of the words")))?
+                as usize;
+            if units == 0 {
+                return Err(bad_block(format!("id {i} is empty")));
+            }
+            let packed = at + 1..at + 1 + units.div_ceil(2);
+            if packed.end > words.len() {
+                return Err(bad_block(format!(
+                    "id {i} ({units} UTF-16 units) runs past the end of the words"
+                )));
+            }
+            let mut id = Vec::with_capacity(units);
+            for w in &words[packed.clone()] {
+                id.extend([*w as u16, (*w >> 16) as u16]);
+            }
+            if id.len() > units && id.pop() != Some(0) {
+                return Err(bad_block(format!("id {i}: the unused half of its last word is not 0")));
+            }
+            let id = BlockId(id);
+            if let Some(first) = index.insert(id.clone(), i) {
+                return Err(bad_block(format!("ids {first} and {i} are both {id:?}")));
+            }
+            ids.push(id);
+            at = packed.end;
+        }
+        drop(index);
+        if at != words.len() {
+            return Err(bad_block(format!("{} words left after the id table", words.len() - at)));
+        }
+
+        let mut pos_of_seq = SeqIndex::new(event_count, n);
+        let mut nodes = Vec::with_capacity(n);
+        for (i, w) in words[BLOCK_HEADER_WORDS..nodes_end]
+            .chunks_exact(BLOCK_NODE_WORDS)
+            .enumerate()
+        {
+            let [seq, meta, link, set] = [w[0], w[1], w[2], w[3]];
+            if seq >= event_count {
+                return Err(bad_block(format!(
+                    "node {i}: seq {seq} is not below the event count {event_count}"
+                )));
+            }
+            if !pos_of_seq.insert(seq, i) {
+                return Err(bad_block(format!("seq {seq} appears twice on the surface")));
+            }
+            if meta & !(KIND_BITS | NODE_FLAGS) != 0 {
+                return Err(bad_block(format!(
+                    "node {i}: unknown flags {:#x}",
+                    meta & !(KIND_BITS | NODE_FLAGS)
+                )));
+            }
+            let (kind, opens, opener) = kind_and_link(i, seq, meta & KIND_BITS, link).map_err(bad_block)?;
+            let provenance = match (meta & BLOCK_SUMMARY != 0, meta & REPLACEMENT != 0) {
+                (false, false) => Provenance::Appended,
+                (true, false) => Provenance::BlockSummary,
+                (false, true) => Provenance::Replacement,
+                (true, true) => {
+                    return Err(bad_block(format!(
+                        "node {i}: both a block summary and another producer's replacement"
+                    )))
+                }
+            };
+            let user_authored = meta & USER_AUTHORED != 0;
+            if user_authored && (kind != Kind::User || provenance != Provenance::Appended) {
+                return Err(bad_block(format!(
+                    "node {i}: only an appended user node is user-authored"
+                )));
+            }
+            if provenance == Provenance::BlockSummary && kind != Kind::User {
+                return Err(bad_block(format!(
+                    "node {i}: a block summary is a user node, not {kind:?}"
+                )));
+            }
+            if provenance == Provenance::Replacement && kind == Kind::Assistant {
+                return Err(bad_block(format!(
+                    "node {i}: an assistant node cannot be marked as another producer's replacement"
+                )));
+            }
+            let set = match set {
+                0 => None,
+                k if k as usize > sets.len() => {
+                    return Err(bad_block(format!("node {i}: set {} of {} sets", k - 1, sets.len())))
+                }
+                k => Some(k - 1),
+            };
+            if set.is_some() && kind != Kind::Assistant && provenance == Provenance::Appended {
+                return Err(bad_block(format!(
+                    "node {i}: a {kind:?} node carries no ids (only assistant nodes, block summaries and replacements do)"
+                )));
+            }
+            nodes.push(BlockNode {
+                seq,
+                kind,
+                opens,
+                opener,
+                protected: meta & PROTECTED != 0,
+                user_authored,
+                provenance,
+                set,
+            });
+        }
+        let pairing = Pairing::of(&nodes, &pos_of_seq).map_err(bad_block)?;
+
+        Ok(Self {
+            event_count,
+            open_compaction: flags & OPEN_COMPACTION != 0,
+            ids,
+            nodes,
+            sets,
+            members,
+            pairing,
+        })
+    }
+
+    /// The id indexes of set `k` (as the host listed them; repeats allowed).
+    pub fn set(&self, k: u32) -> &[u32] {
+        &self.members[self.sets[k as usize].clone()]
+    }
+
+    /// Number of id sets in the snapshot.
+    pub fn set_count(&self) -> usize {
+        self.sets.len()
+    }
+
+    /// Encodes nodes, sets (id indexes), the id table and flags into the v2 words (tests, benches
+    /// and non-JS hosts).
+    pub fn encode(
+        event_count: u32,
+        open_compaction: bool,
+        ids: &[BlockId],
+        nodes: &[BlockNode],
+        sets: &[Vec<u32>],
+    ) -> Vec<u32> {
+        let set_words: usize = sets.iter().map(|s| 1 + s.len()).sum();
+        let id_words: usize = ids.iter().map(|id| 1 + id.0.len().div_ceil(2)).sum();
+        let mut words =
+            Vec::with_capacity(BLOCK_HEADER_WORDS + nodes.len() * BLOCK_NODE_WORDS + 1 + set_words + id_words);
+        words.extend([
+            BLOCK_FORMAT,
+            event_count,
+            if open_compaction { OPEN_COMPACTION } else { 0 },
+            ids.len() as u32,
+            nodes.len() as u32,
+        ]);
+        for node in nodes {
+            let mut meta = match node.kind {
+                Kind::Other => 0,
+                Kind::User => 1,
+                Kind::Assistant => 2,
+                Kind::ToolResult => 3,
+            };
+            if node.protected {
+                meta |= PROTECTED;
+            }
+            if node.user_authored {
+                meta |= USER_AUTHORED;
+            }
+            meta |= match node.provenance {
+                Provenance::Appended => 0,
+                Provenance::BlockSummary => BLOCK_SUMMARY,
+                Provenance::Replacement => REPLACEMENT,
+            };
+            let link = match node.kind {
+                Kind::Assistant => node.opens,
+                Kind::ToolResult => node.opener.map_or(0, |s| s + 1),
+                _ => 0,
+            };
+            words.extend([node.seq, meta, link, node.set.map_or(0, |k| k + 1)]);
+        }
+        words.push(sets.len() as u32);
+        for set in sets {
+            words.push(set.len() as u32);
+            words.extend(set);
+        }
+        for id in ids {
+            words.push(id.0.len() as u32);
+            words.extend(
+                id.0.chunks(2)
+                    .map(|pair| u32::from(pair[0]) | u32::from(pair.get(1).copied().unwrap_or(0)) << 16),
+            );
         }
         words
     }

@@ -1,0 +1,126 @@
+//! The block planner's export, `planBlockSummary`: synchronous, on the JS thread, conversion only.
+//! Every rule is in `fold_core::blocks`; every bad argument is an `INVALID_ARGUMENT` that names it.
+
+use fold_core::blocks::{self, Plan};
+use fold_core::surface::BlockId;
+use fold_core::FoldError;
+use napi::bindgen_prelude::*;
+use napi::{Env, ValueType};
+use napi_derive::napi;
+
+use crate::convert::{self, cast, describe, throw, CoreResult};
+
+/// Largest `requestSeq` accepted (seqs are 32-bit in the snapshot format).
+const MAX_REQUEST_SEQ: f64 = u32::MAX as f64 - 1.0;
+
+/// What a summary of `closed` replaces right now.
+#[napi(object)]
+pub struct BlockCommitPlan {
+    /// Seq of the first replaced surface node (the replace op's `start`).
+    pub start: u32,
+    /// Seq of the last replaced surface node (the replace op's `end`).
+    pub end: u32,
+    /// The replaced nodes' seqs in model order (the shadowed seqs).
+    pub seqs: Uint32Array,
+    /// The ids the summary carries on: the range's ids minus the targets, in order of first appearance.
+    #[napi(ts_type = "string[]")]
+    pub remaining: Vec<Utf16String>,
+    /// The targets, in request order.
+    #[napi(ts_type = "string[]")]
+    pub closed: Vec<Utf16String>,
+}
+
+/// Ids leave as the exact UTF-16 they arrived in (lone surrogates included).
+fn to_js(ids: Vec<BlockId>) -> Vec<Utf16String> {
+    ids.into_iter().map(|id| Utf16String::from(id.0)).collect()
+}
+
+/// Reads `targets`: an array of strings, kept as exact UTF-16.
+fn targets(v: &Unknown<'_>) -> napi::Result<CoreResult<Vec<BlockId>>> {
+    if v.get_type()? != ValueType::Object || !v.is_array()? {
+        return Ok(Err(FoldError::invalid(format!(
+            "targets must be an array of block id strings, got {}",
+            describe(v)?
+        ))));
+    }
+    let array = cast::<Object>(v)?;
+    let len = array.get_array_length()?;
+    let mut out = Vec::with_capacity(len as usize);
+    for i in 0..len {
+        let item: Unknown = array.get_element(i)?;
+        if item.get_type()? != ValueType::String {
+            return Ok(Err(FoldError::invalid(format!(
+                "targets[{i}] must be a string, got {}",
+                describe(&item)?
+            ))));
+        }
+        out.push(BlockId(cast::<Utf16String>(&item)?.to_vec()));
+    }
+    Ok(Ok(out))
+}
+
+/// Reads the snapshot: a `Uint32Array`, borrowed for this call (never copied).
+fn snapshot<'e>(v: &Unknown<'e>) -> napi::Result<CoreResult<Uint32ArraySlice<'e>>> {
+    if v.get_type()? == ValueType::Object && v.is_typedarray()? {
+        if let Ok(words) = cast::<Uint32ArraySlice>(v) {
+            return Ok(Ok(words));
+        }
+    }
+    Ok(Err(FoldError::invalid(format!(
+        "snapshot must be a block snapshot (the Uint32Array blockSnapshot(session) returns), got {}",
+        describe(v)?
+    ))))
+}
+
+/// Unwraps a conversion result or throws its coded error.
+macro_rules! arg {
+    ($env:expr, $conv:expr) => {
+        match $conv? {
+            Ok(v) => v,
+            Err(e) => return Err(throw($env, &e)),
+        }
+    };
+}
+
+/// Plans a block summary of `targets` requested at log length `requestSeq`: what it replaces now,
+/// or why it must wait. Pure and synchronous; writes nothing.
+#[napi(
+    ts_args_type = "sessionId: string, snapshot: Uint32Array, targets: string[], requestSeq: number",
+    ts_return_type = "BlockPlan"
+)]
+pub fn plan_block_summary<'e>(
+    env: &'e Env,
+    session_id: Unknown<'e>,
+    snapshot: Unknown<'e>,
+    targets: Unknown<'e>,
+    request_seq: Unknown<'e>,
+) -> napi::Result<Object<'e>> {
+    let session_id = arg!(env, convert::string(&session_id, "sessionId"));
+    let words = arg!(env, self::snapshot(&snapshot));
+    let targets = arg!(env, self::targets(&targets));
+    let request_seq = arg!(env, convert::integer(&request_seq, "requestSeq", MAX_REQUEST_SEQ));
+    let plan = blocks::plan_session(&session_id, &words, &targets, request_seq).map_err(|e| throw(env, &e))?;
+
+    let mut out = Object::new(env)?;
+    match plan {
+        Plan::Commit(c) => {
+            out.set("status", "commit")?;
+            out.set(
+                "plan",
+                BlockCommitPlan {
+                    start: c.start(),
+                    end: c.end(),
+                    seqs: Uint32Array::new(c.seqs),
+                    remaining: to_js(c.remaining),
+                    closed: to_js(c.closed),
+                },
+            )?;
+        }
+        Plan::Pending(p) => {
+            out.set("status", "pending")?;
+            out.set("waitFor", p.wait.as_str())?;
+            out.set("reason", p.reason)?;
+        }
+    }
+    Ok(out)
+}
