@@ -15,6 +15,9 @@ import { TokenMeter } from '@deepseek-ai/dsh-token-meter'
 import { defineTool } from '@deepseek-ai/dsh-tools'
 
 import { DEFAULT_PRICES, findFolds, walkRequests } from '../bin/economics.mjs'
+import { addon } from '../plugin/addon.js'
+import { writeCommit } from '../plugin/block-commit.js'
+import { blockSnapshot } from '../plugin/block-surface.js'
 import { Checkpoint, INSTRUCTIONS, Recall, Rewind } from '../plugin/index.js'
 import { splitRecallHint } from '../plugin/recall-hint.js'
 import { Context, ScriptedModel, Session, SessionBuilder, SessionId, bootHost, createUserMessage, runTurn, say, tempStore } from './helpers/dsh.mjs'
@@ -206,6 +209,52 @@ describe('economics of a real agent turn with an LLM report', () => {
     assert.equal(f.inputTokensNotSent, 2 * f.tokensFreed)
     // With the meter mounted the fold logged DSH's shadow price; it changes nothing here.
     assert.ok(a.totals.saved.input > 0)
+  })
+})
+
+// ---- a block commit, written by block mode's own planner and writer ----------------------------
+
+describe('economics of a block commit', () => {
+  it('no report call; the kept nodes after the range are the prefix it invalidated', async () => {
+    const b = new SessionBuilder('block-economics')
+    b.turn = 1
+    b.user('Refactor auth, then the cache.')
+    b.header({ provider: 'deepseek', model: 'deepseek-chat' }, { system: 'You are a coding agent.', tools: [{ name: 'block_run_code', description: 'Run a program.', parameters: { type: 'object', properties: {} } }] })
+    /** @type {number[]} */
+    const seqs = []
+    for (const [i, id] of ['A', 'A', 'B', 'A', 'C', 'B'].entries()) {
+      seqs.push(b.assistant({ calls: [{ id: `c${i}`, name: 'block_run_code', args: { ids: [id], description: `step ${i}`, code: `return read('${id}${i}.ts')` } }] }))
+      seqs.push(b.result(`c${i}`, Array.from({ length: 30 }, (_, k) => `${id}${i}.ts:${k + 1}: export const v${k} = ${i * 100 + k}`).join('\n')))
+    }
+    const session = b.session
+    const outcome = addon.planBlockSummary(session.id, blockSnapshot(session), ['A'], session.seq)
+    assert.equal(outcome.status, 'commit')
+    const { seqs: written } = writeCommit(session, { plan: outcome.plan, summary: 'A done: v0..v29 of A0, A1, A3.', requestSeq: session.seq, route: undefined, turn: 1, meter: undefined, language: 'en' })
+    b.assistant({ text: 'Continuing with C.' })
+    b.assistant({ text: 'Done.' })
+    const file = path.join(DIR, 'block.jsonl')
+    persist(session, file)
+    const r = await cli(['economics', file, '--json'])
+    assert.equal(r.code, 0, r.stderr)
+    const a = JSON.parse(r.stdout)
+    assert.equal(a.folds.length, 1)
+    const [f] = a.folds
+    assert.deepEqual([f.kind, f.name, f.report, f.reportCall, f.seq], ['block', 'block A', 'agent', null, written.replacement])
+    assert.equal(f.foldedNodes, 8) // A A B A: four calls, four results
+    assert.equal(f.requestsAfter, 2)
+    const m = await meter()
+    const events = eventsOf(file)
+    const replayed = Session.create(SessionId('check'), events)
+    const tokens = (/** @type {number} */ seq) => m.estimateMessage(replayed.deriveEventMessage(events[seq]))
+    // r0 (the request that produced the last B call) had cached C's call and result and its own reply;
+    // the first request after the commit re-reads them at the miss price. B's last result came later.
+    assert.equal(f.invalidatedTokens, tokens(seqs[8]) + tokens(seqs[9]) + tokens(seqs[10]))
+    assert.ok(a.totals.with.requests === a.totals.without.requests)
+    assert.equal(a.totals.saved.input, 2 * f.tokensFreed)
+    const text = await cli(['economics', file])
+    assert.match(text.stdout, /\nblock A at seq \d+: 8 messages, [\d,]+ tokens → summary of [\d,]+ tokens/)
+    assert.match(text.stdout, /report call: none \(the agent wrote the summary in its own request\)/)
+    assert.match(text.stdout, /1 agent requests?|0 folds, 1 block commit/)
   })
 })
 

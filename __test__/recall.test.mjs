@@ -15,6 +15,9 @@ import { compactCheckpointSource } from '@deepseek-ai/dsh-compaction'
 import { decodeStorageRecord } from '@deepseek-ai/dsh-session'
 import { defineTool } from '@deepseek-ai/dsh-tools'
 
+import { addon } from '../plugin/addon.js'
+import { writeCommit } from '../plugin/block-commit.js'
+import { blockSnapshot } from '../plugin/block-surface.js'
 import { Checkpoint, INSTRUCTIONS, Rewind } from '../plugin/index.js'
 import Recall, { Config as RecallConfig, RECALL_ERROR_CODES, RecallError, parseArgs, recall } from '../plugin/recall.js'
 import { hintLine, recallHint, splitRecallHint } from '../plugin/recall-hint.js'
@@ -339,6 +342,34 @@ describe('recall after block commits', () => {
     }
     return { session: b.session, seqs }
   }
+
+  it("through block mode's own planner and commit writer: the summary ends with the hint, recall finds the block's lines", async () => {
+    const { root } = await setup([])
+    const { session, seqs } = blocks()
+    const requestSeq = session.seq
+    const outcome = addon.planBlockSummary(session.id, blockSnapshot(session), ['A'], requestSeq)
+    assert.equal(outcome.status, 'commit')
+    const written = writeCommit(session, {
+      plan: outcome.plan,
+      summary: 'A: four steps, values 0, 1 and 3 exported.',
+      requestSeq,
+      route: { provider: 'scripted', model: 'm1' },
+      turn: 1,
+      meter: undefined,
+      language: 'en',
+      hint: (closed) => recallHint(root, { block: closed[0] }, 'en'),
+    })
+    assert.equal(written.replaced, 8)
+    const summary = session.events[written.seqs.replacement]
+    assert.equal(summary.data.source.plugin, 'compact')
+    assert.deepEqual(summary.data.source.blockPtc.closed, ['A'])
+    assert.ok(summary.data.content[0].text.endsWith(`A: four steps, values 0, 1 and 3 exported.\n\n${hintLine('recall', { block: 'A' })}\n</block-summary>`), summary.data.content[0].text)
+    // The model, reading that line, asks for the block: the folded lines come back verbatim.
+    const r = await root.recall.recall(session, { block: 'A', query: 'TOKEN-A' })
+    assert.equal(r.matches, 3)
+    assert.match(r.text, /^3 lines in block A match TOKEN-A:/)
+    assert.ok(r.text.includes(`[seq ${seqs[1]} · block_run_code result]\n  1: A0.ts: export const value0 = 0 // TOKEN-A-0`), r.text)
+  })
 
   it('recalls a closed block by id, and a block closed in two steps reaches into the nested summary', async () => {
     const { session, seqs } = blocks()
