@@ -144,6 +144,35 @@ describe('economics of the demo session', () => {
   })
 })
 
+// ---- a log persisted by a real DSH host ------------------------------------------------------
+
+describe('economics of a log a real headless DSH host persisted (e2e scenario 6)', () => {
+  // __test__/fixtures/economics/e2e-recall.session.jsonl.zstd: the session.jsonl.zstd the pinned
+  // DSH host wrote in e2e scenario 6 (checkpoint, read, bash, rewind with an LLM report, recall,
+  // answer), copied from a kept run (DSH_E2E_KEEP=1). Several zstd frames; the host's own tool
+  // schemas in its request headers; with the token meter mounted, the fold's compaction/prune.
+  const FILE = path.join(ROOT, '__test__', 'fixtures', 'economics', 'e2e-recall.session.jsonl.zstd')
+
+  it('prices it as printed in the README and the report', async () => {
+    const r = await cli(['economics', FILE, '--json'])
+    assert.equal(r.code, 0, r.stderr)
+    const a = JSON.parse(r.stdout)
+    assert.equal(a.requests.length, 6)
+    const [f] = a.folds
+    assert.deepEqual(
+      { name: f.name, report: f.report, foldedNodes: f.foldedNodes, foldedTokens: f.foldedTokens, replacementTokens: f.replacementTokens, tokensFreed: f.tokensFreed, requestsAfter: f.requestsAfter, inputTokensNotSent: f.inputTokensNotSent, invalidatedTokens: f.invalidatedTokens, breakEvenRequests: f.breakEvenRequests },
+      { name: 'fold 1', report: 'llm', foldedNodes: 4, foldedTokens: 1200, replacementTokens: 70, tokensFreed: 1130, requestsAfter: 2, inputTokensNotSent: 2260, invalidatedTokens: 17, breakEvenRequests: 18 },
+    )
+    assert.deepEqual({ ...f.reportCall, cost: undefined }, { input: 9563, hit: 8249, miss: 1314, output: 33, cost: undefined })
+    const { with: w, without: wo } = a.totals
+    assert.deepEqual([w.requests, w.input, w.hit, w.miss, w.output], [7, 62688, 51671, 11017, 166])
+    assert.deepEqual([wo.requests, wo.input, wo.hit, wo.miss, wo.output], [6, 55385, 45769, 9616, 133])
+    assert.ok(a.recordedUsage && a.recordedUsage.replies === 6, 'the host logged the provider usage of every reply')
+    const text = await cli(['economics', FILE])
+    assert.match(text.stdout, /the folds cost \$0\.001253 more \(14\.2% over the bill without folds\)/)
+  })
+})
+
 // ---- an LLM-reported fold in a real agent turn --------------------------------------------------
 
 describe('economics of a real agent turn with an LLM report', () => {

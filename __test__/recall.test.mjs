@@ -417,6 +417,17 @@ describe('recall on a session replayed from its persisted log', () => {
     assert.equal(again.text, live.text)
     assert.equal(again.matches, 2)
   })
+
+  it('reads a log a real headless DSH host persisted (zstd frames) into a Session and recalls from it', async () => {
+    // The e2e scenario 6 log (see __test__/economics.test.mjs): the ledger line the fold hid.
+    const file = path.join(path.dirname(new URL(import.meta.url).pathname), 'fixtures', 'economics', 'e2e-recall.session.jsonl.zstd')
+    const [head, ...rows] = addon.decodeZstd(readFileSync(file)).toString('utf8').trim().split('\n').map((l) => JSON.parse(l))
+    const session = Session.create(SessionId(head.id), rows.flatMap((r) => decodeStorageRecord(r)))
+    const r = await recall(session, { fold: 1, query: 'ORCA-5' }, { maxChars: 8000 })
+    assert.match(r.text, /^1 line in fold 1 match ORCA-5:\n\[seq \d+ · read result\]\n {2}\d+: .*entry 84: invoice INV-7731 settled by ORCA-5 on 2026-03-14$/)
+    const index = await recall(session, { fold: 'latest' }, { maxChars: 8000 })
+    assert.match(index.text, /^fold 1: 4 folded messages, seq \d+\.\.\d+, \d+ chars\n {2}seq \d+ {2}read call/)
+  })
 })
 
 // ---- bounds -------------------------------------------------------------------------------------
