@@ -677,7 +677,7 @@ async fn a_report_of_an_older_mark_does_not_repair_the_latest() {
     let (_dir, store, first) = marked().await;
     let mut host = exploration();
     rewind(&store, &mut host).await.unwrap();
-    assert_eq!(host.reports[0].mark_id as u64, first);
+    assert_eq!(host.reports[0].mark_id, first);
     // The rewind's result (15), a new mark (logLength 16), new exploration, a new rewind call:
     // the old report stays on the surface, the new region is folded.
     let second = fold::mark(&store, SESSION, 16, None).await.unwrap();
