@@ -195,6 +195,19 @@ export declare function planBlockSummary(sessionId: string, snapshot: Uint32Arra
 /** The commit-time check: does `snapshot` still select exactly `plan`'s region? */
 export declare function planMatches(plan: FoldPlan | FoldRegion, snapshot: Uint32Array): boolean
 
+/** The lines of `texts` that match `query` (see the module contract). */
+export declare function recallSearch(texts: string[], query: string, maxHits?: number | null): RecallSearch
+
+/** What `recallSearch` found. */
+export interface RecallSearch {
+  /** 4 words per matching line shown: text index, line index, match start, match end (UTF-16). */
+  hits: Uint32Array
+  /** Matching lines, all of them (`hits` holds at most `maxHits`). */
+  total: number
+  /** Whether the query was a literal substring (not a `/regex/`). */
+  literal: boolean
+}
+
 /** Options of `extractiveReport`. */
 export interface ReportOptions {
   /**

@@ -849,5 +849,6 @@ module.exports.mark = nativeBinding.mark
 module.exports.openStore = nativeBinding.openStore
 module.exports.planBlockSummary = nativeBinding.planBlockSummary
 module.exports.planMatches = nativeBinding.planMatches
+module.exports.recallSearch = nativeBinding.recallSearch
 module.exports.rewind = nativeBinding.rewind
 module.exports.selectRegion = nativeBinding.selectRegion

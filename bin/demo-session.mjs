@@ -4,9 +4,23 @@
  * `@deepseek-ai/dsh-session` Session with the messages an agent loop appends for a typical
  * debugging investigation — a user request, a checkpoint (marked
  * mid-call, as the real tool does), parallel reads and a grep, a failing test run, a focused
- * read, and the concluding step that calls `rewind`.
+ * read, and the concluding step that calls `rewind`. `continueAfterFold` then plays the rest of
+ * the task on the folded context (the fix, a passing test run, the answer), so a saved demo log
+ * (`dsh-fold demo --save FILE`) has requests after the fold for `dsh-fold economics` to price.
  */
 import { SessionBuilder } from './session.mjs'
+
+const SYSTEM = 'You are a coding agent working in /work/app. Investigate before you edit; keep changes minimal and run the tests after every fix.'
+
+/** The tool schemas the demo agent is offered (what every request carries before its messages). */
+const TOOLS = [
+  { name: 'read', description: 'Read a file, optionally a range of lines.', parameters: { type: 'object', properties: { path: { type: 'string' }, offset: { type: 'integer' }, limit: { type: 'integer' } }, required: ['path'] } },
+  { name: 'grep', description: 'Search files for a pattern.', parameters: { type: 'object', properties: { pattern: { type: 'string' }, path: { type: 'string' } }, required: ['pattern'] } },
+  { name: 'bash', description: 'Run a shell command in the workspace.', parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] } },
+  { name: 'edit', description: 'Replace text in a file.', parameters: { type: 'object', properties: { path: { type: 'string' }, old: { type: 'string' }, new: { type: 'string' } }, required: ['path', 'old', 'new'] } },
+  { name: 'checkpoint', description: 'Mark the start of an investigation.', parameters: { type: 'object', properties: { objective: { type: 'string' } } } },
+  { name: 'rewind', description: 'Fold everything since your latest checkpoint into a report.', parameters: { type: 'object', properties: {} } },
+]
 
 const LEXER = `//! Tokenizer for the expression language.
 use crate::span::Span;
@@ -175,7 +189,9 @@ const IDENT = `    fn ident(&mut self) -> Token {
 export async function buildDemoSession(mark) {
   const b = new SessionBuilder('demo-session', { model: { provider: 'deepseek', model: 'deepseek-chat' } })
   b.turnStart()
+  b.header({ provider: 'deepseek', model: 'deepseek-chat', maxTokens: 8192 }, { system: SYSTEM, tools: TOOLS })
   b.user('`cargo test -p parser` fails since the unicode tests landed. Find out why and fix it.')
+  b.step++
   b.assistant({
     text: 'This needs a look at the lexer and the failing tests first; marking the investigation.',
     calls: [{ id: 'call_ckpt', name: 'checkpoint', args: { objective: 'find why cargo test -p parser fails' } }],
@@ -202,5 +218,51 @@ export async function buildDemoSession(mark) {
     text: 'Found it: `Lexer::ident` and the dispatch in `tokenize` use `is_ascii_alphabetic`/`is_ascii_alphanumeric`, so `été` and `π` are rejected with `LexError::Unexpected`. The fix is to use `unicode_ident::is_xid_start`/`is_xid_continue` in crates/parser/src/lexer.rs lines 37 and 61. Folding the investigation before editing.',
     calls: [{ id: 'call_rewind', name: 'rewind', args: {} }],
   })
-  return { session: b.session, rewindCallId: 'call_rewind' }
+  return { session: b.session, rewindCallId: 'call_rewind', step: () => b.step }
 }
+
+const FIXED_IDENT = `    fn ident(&mut self) -> Token {
+        let start = self.pos;
+        while matches!(self.peek(), Some(c) if unicode_ident::is_xid_continue(c)) {
+            self.bump();
+        }
+        Token::Ident(self.src[start..self.pos].to_owned())
+    }`
+
+const PASSING_RUN = `   Compiling unicode-ident v1.0.12
+   Compiling parser v0.4.1 (/work/app/crates/parser)
+    Finished \`test\` profile [unoptimized + debuginfo] target(s) in 4.02s
+     Running unittests src/lib.rs (target/debug/deps/parser-5d1c2e9a7b3f0c11)
+
+running 14 tests
+test result: ok. 14 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.02s`
+
+/**
+ * The rest of the task after the fold: the rewind's result, then the fix and its check on the
+ * folded context, and the answer.
+ * @param {any} session @param {string} rewindResult the rewind tool's rendered result
+ * @param {number} step the last step number used
+ */
+export function continueAfterFold(session, rewindResult, step) {
+  const b = new SessionBuilder(session, { model: { provider: 'deepseek', model: 'deepseek-chat' } })
+  b.turn = 1
+  b.step = step
+  /** @param {string} text @param {[string, string, object][]} calls */
+  const assistant = (text, calls) => {
+    b.step++
+    b.assistant({ text, calls: calls.map(([id, name, args]) => ({ id, name, args })) })
+  }
+  const result = (/** @type {string} */ id, /** @type {string} */ text, isError = false) => b.result(id, text, isError)
+  result('call_rewind', rewindResult)
+  assistant('Applying the fix from the report: XID classes in `tokenize` and `ident`.', [
+    ['call_edit1', 'edit', { path: 'crates/parser/src/lexer.rs', old: "c if c.is_ascii_alphabetic() || c == '_' => self.ident(),", new: "c if unicode_ident::is_xid_start(c) || c == '_' => self.ident()," }],
+    ['call_edit2', 'edit', { path: 'crates/parser/src/lexer.rs', old: "Some(c) if c.is_ascii_alphanumeric() || c == '_'", new: 'Some(c) if unicode_ident::is_xid_continue(c)' }],
+  ])
+  result('call_edit1', 'Edited crates/parser/src/lexer.rs: 1 replacement at line 37.')
+  result('call_edit2', `Edited crates/parser/src/lexer.rs: 1 replacement at line 61.\n${FIXED_IDENT}`)
+  assistant('', [['call_dep', 'bash', { command: 'cargo add -p parser unicode-ident@1' }]])
+  result('call_dep', '    Updating crates.io index\n      Adding unicode-ident v1.0.12 to dependencies')
+  assistant('Running the tests again.', [['call_test2', 'bash', { command: 'cargo test -p parser' }]])
+  result('call_test2', PASSING_RUN)
+  assistant('Fixed: the lexer now classifies identifier characters with `unicode_ident` (XID start/continue) instead of ASCII-only checks, so `été` and `π` lex as identifiers. `cargo test -p parser` passes (14 tests).', [])
+  b.turnEnd()

@@ -4,15 +4,16 @@
  * The `dsh-fold` command: see a fold happen with no model and no key (`demo`), list the
  * marks of a store (`marks`), dry-run a fold over a persisted DSH session log (`fold`), and
  * install, remove or check block mode's `block-ptc` agent preset (`preset`, in preset.mjs).
- * Read-only except `demo` (a temp directory) and `preset install|remove` (only
- * `$DSH_HOME/.agent-presets/block-ptc` and its backups folder).
+ * Read-only except `demo` (a temp directory, and `--save FILE`), `economics --html/--svg` (the
+ * files named) and `preset install|remove` (only `$DSH_HOME/.agent-presets/block-ptc` and its
+ * backups folder).
  *
  * Exit codes: 0 ok; 1 the operation failed or was refused (e.g. NO_CHECKPOINT, EMPTY_REGION,
  * PRESET_MODIFIED); 64 bad usage; 65 a log, store or host file that cannot be read (corrupt,
  * newer format, unexpected shape); 66 a file, host or preset that does not exist; 73 a preset
  * that cannot be written; 70 an internal error (a bug: the stack is printed).
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { homedir, tmpdir } from 'node:os'
 import path from 'node:path'
 
@@ -21,9 +22,11 @@ import { addon } from '../plugin/addon.js'
 const HELP = `dsh-fold — fold a DSH agent's finished exploration into a report
 
 Usage:
-  dsh-fold demo [--lang en|zh] [--json]
+  dsh-fold demo [--lang en|zh] [--json] [--save FILE]
       Build a realistic DSH session (real @deepseek-ai/dsh-session), mark, fold it with the
-      extractive report (no model, no network) and show before/after.
+      extractive report (no model, no network) and show before/after. --save FILE plays the
+      task to its end on the folded context and writes the session log (session.jsonl
+      format) for "dsh-fold economics FILE".
   dsh-fold marks [--store PATH] [--session ID] [--json]
       List the checkpoint marks of a store (default $DSH_HOME/storages/checkpoint.json).
   dsh-fold fold FILE [--anchor N | --store PATH] [--lang en|zh] [--json]
@@ -31,6 +34,12 @@ Usage:
       (session.jsonl.zstd or session.jsonl): what would be folded from the session's latest
       mark (or --anchor N), the chars saved, the extractive report (the plugin's default budget)
       and how many of the region's paths, commands and error lines it keeps. Writes nothing.
+  dsh-fold economics FILE [--json] [--html OUT] [--svg OUT] [--hit-price N] [--miss-price N]
+                          [--output-price N] [--currency C]
+      Replay a persisted session log and price every model request with and without its folds
+      and block commits (DSH's token meter, a prefix-cache model, DeepSeek's price list per 1M
+      tokens unless given): tokens freed, input not sent, cached prefix invalidated, report
+      calls, and the total bill both ways. --html writes a self-contained page with a chart.
   dsh-fold preset install [--dsh-home DIR] [--host DIR] [--profile NAME] [--force] [--json]
       Write block mode's agent preset to $DSH_HOME/.agent-presets/block-ptc/: the installed
       host's \`code\` preset (found through $DSH_HOME/profiles, or --host DIR) with tool
@@ -42,9 +51,9 @@ Usage:
       What is installed, and whether it still matches the host's current \`code\` preset.
   dsh-fold --help
 
-Exit codes: 0 ok, 1 failed or refused (NO_CHECKPOINT, EMPTY_REGION, PRESET_MODIFIED, ...),
-64 bad usage, 65 unreadable or newer-format log/store/host file, 66 missing file or host,
-73 preset not writable.`
+Exit codes: 0 ok, 1 failed or refused (NO_CHECKPOINT, EMPTY_REGION, PRESET_MODIFIED, ...) or
+nothing to price (NO_FOLDS), 64 bad usage, 65 unreadable or newer-format log/store/host file,
+66 missing file or host, 73 a preset or output file that cannot be written.`
 
 /** The largest anchor the engine takes (a u32 log length; 0xFFFF_FFFF is its "none"). */
 const MAX_ANCHOR = 0xffff_fffe
@@ -61,7 +70,7 @@ class CliError extends Error {
 function parse(argv) {
   /** @type {{_: string[], [k: string]: string | boolean | string[]}} */
   const opts = { _: [] }
-  const valued = new Set(['--store', '--session', '--anchor', '--lang', '--dsh-home', '--host', '--profile'])
+  const valued = new Set(['--store', '--session', '--anchor', '--lang', '--dsh-home', '--host', '--profile', '--save', '--html', '--svg', '--hit-price', '--miss-price', '--output-price', '--currency'])
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]
     if (valued.has(a)) {
@@ -95,7 +104,7 @@ async function demo(opts) {
   const dir = mkdtempSync(path.join(tmpdir(), 'dsh-fold-demo-'))
   try {
     const store = path.join(dir, 'storages', 'checkpoint.json')
-    const { session, rewindCallId } = await buildDemoSession((s) => addon.mark(store, s.id, s.seq, 'find why cargo test -p parser fails'))
+    const { session, rewindCallId, step } = await buildDemoSession((s) => addon.mark(store, s.id, s.seq, 'find why cargo test -p parser fails'))
     const before = { nodes: session.surface.nodes.length, chars: visible(session, visibleChars) }
     const { extractiveSummarizer } = await import('../plugin/extractive.js')
     const started = process.hrtime.bigint()
@@ -103,15 +112,36 @@ async function demo(opts) {
     const ms = Number(process.hrtime.bigint() - started) / 1e6
     const after = { nodes: session.surface.nodes.length, chars: visible(session, visibleChars) }
     const report = session.deriveEventMessage(session.events[session.surface.nodes.find((/** @type {number} */ s) => session.events[s].data?.source?.plugin === 'rewind')]).content[0].text
-    if (opts.json) return print({ before, after, result, foldMs: ms, report }, true)
+    if (opts.save !== undefined) await saveDemo(session, String(opts.save), result, step())
+    if (opts.json) return print({ before, after, result, foldMs: ms, report, ...(opts.save !== undefined ? { saved: opts.save } : {}) }, true)
     console.log(`A DSH session: a user request, a checkpoint, reads, greps, a failing test run, parallel calls.\n`)
     console.log(`before the fold: ${before.nodes} surface nodes, ${before.chars} model-visible chars`)
     console.log(`after the fold:  ${after.nodes} surface nodes, ${after.chars} model-visible chars (${Math.round((100 * (before.chars - after.chars)) / before.chars)}% less)`)
     console.log(`folded ${result.foldedNodes} nodes (seq ${result.start}..${result.end}, ${result.foldedChars} chars) into a ${result.reportChars}-char extractive report in ${ms.toFixed(2)} ms; mark ${result.markId} folded\n`)
     console.log('--- the report the model now sees instead of the exploration ---\n')
     console.log(report)
+    if (opts.save !== undefined) console.log(`\n--- the task went on to its end on the folded context; the session log is in ${opts.save} ---\n(price it: dsh-fold economics ${opts.save})`)
   } finally {
     rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/**
+ * Plays the demo task to its end after the fold and writes the session's log as the jsonl
+ * persistence backend lays it out: a `session` header line, then one event per line.
+ * @param {any} session @param {string} file @param {any} result the fold's result @param {number} step
+ */
+async function saveDemo(session, file, result, step) {
+  if (!file.trim()) throw new CliError('--save needs a file path', 64)
+  const { continueAfterFold } = await import('./demo-session.mjs')
+  const { renderResult } = await import('../plugin/rewind.js')
+  continueAfterFold(session, renderResult({ ...result, report: 'extractive' }), step)
+  const { SESSION_FORMAT_VERSION } = await dsh()
+  const header = { type: 'session', version: SESSION_FORMAT_VERSION, id: session.id, createdAt: session.events[0]?.time ?? 0, cwd: '/work/app' }
+  try {
+    writeFileSync(file, `${[header, ...session.events].map((e) => JSON.stringify(e)).join('\n')}\n`)
+  } catch (e) {
+    throw new CliError(`cannot write ${file}: ${/** @type {Error} */ (e).message}`, 73)
   }
 }
 
@@ -197,19 +227,27 @@ async function readSessionLog(file) {
   return { header, events }
 }
 
+/**
+ * Reads a persisted session log and replays it into a real Session.
+ * @param {string} file
+ */
+async function replaySession(file) {
+  const { Session, SessionId } = await dsh()
+  const { header, events } = await readSessionLog(file)
+  const { type: _type, ...meta } = header
+  try {
+    return { header, events, session: Session.create(SessionId(header.id), events, meta) }
+  } catch (e) {
+    throw new CliError(`${file} does not replay into a session: ${/** @type {Error} */ (e).message}`, 65)
+  }
+}
+
 /** @param {ReturnType<typeof parse>} opts */
 async function fold(opts) {
   const file = opts._[1]
   if (!file) throw new CliError('fold needs a FILE (session.jsonl.zstd, session.jsonl, or their folder)', 64)
-  const { Session, SessionId, surfaceSnapshot, regionMessages } = await dsh()
-  const { header, events } = await readSessionLog(file)
-  const { type: _type, ...meta } = header
-  let session
-  try {
-    session = Session.create(SessionId(header.id), events, meta)
-  } catch (e) {
-    throw new CliError(`${file} does not replay into a session: ${/** @type {Error} */ (e).message}`, 65)
-  }
+  const { surfaceSnapshot, regionMessages } = await dsh()
+  const { header, events, session } = await replaySession(file)
   let anchor
   let markId = null
   if (opts.anchor !== undefined) {
@@ -319,6 +357,15 @@ async function main() {
   if (verb === 'marks') return marks(opts)
   if (verb === 'fold') return fold(opts)
   if (verb === 'preset') return preset(opts)
+  if (verb === 'economics') {
+    const { runEconomics } = await import('./economics.mjs')
+    return runEconomics(opts, {
+      replay: replaySession,
+      fail: (message, exit) => {
+        throw new CliError(message, exit)
+      },
+    })
+  }
   throw new CliError(verb ? `unknown command ${verb}\n\n${HELP}` : HELP, 64)
 }
 

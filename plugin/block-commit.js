@@ -53,11 +53,12 @@ const FRAME = {
 /**
  * The replacement's text.
  * @param {string} summary @param {string[]} remaining @param {'en' | 'zh'} language
+ * @param {string} [hint] appended after the summary, inside the tags (the recall hint, plugin/recall-hint.js)
  */
-export function summaryBody(summary, remaining, language = 'en') {
+export function summaryBody(summary, remaining, language = 'en', hint = '') {
   const frame = FRAME[language] ?? FRAME.en
   const ids = remaining.length > 0 ? `${frame.ids}: ${remaining.join(', ')}\n` : ''
-  return `<block-summary>\n${frame.intro}\n${ids}\n${summary}\n</block-summary>`
+  return `<block-summary>\n${frame.intro}\n${ids}\n${summary}${hint}\n</block-summary>`
 }
 
 /**
@@ -98,6 +99,7 @@ export function priceNodes(session, seqs, meter) {
  * @property {number | null} turn the open turn (null between turns)
  * @property {{estimateMessage(message: any): number} | undefined} meter
  * @property {'en' | 'zh'} language
+ * @property {(closed: string[]) => string} [hint] the line to append to the summary (the recall hint)
  */
 
 /**
@@ -118,14 +120,14 @@ export function priceNodes(session, seqs, meter) {
  * @throws when an append before the replacement fails; the bracket is closed with the error
  *   first, so the session is left with no open compaction lock and an unchanged surface
  */
-export function writeCommit(session, { plan, summary, requestSeq, route, turn, meter, language }) {
+export function writeCommit(session, { plan, summary, requestSeq, route, turn, meter, language, hint }) {
   const seqs = Array.from(plan.seqs)
   const shadowedTokenCount = priceNodes(session, seqs, meter)
   const remaining = [...plan.remaining]
   const closed = [...plan.closed]
   const compactionId = randomUUID()
   const tag = { closed, requestSeq }
-  const message = checkpointMessage(summaryBody(summary, remaining, language), { ...compactCheckpointSource(compactionId), blockPtc: { remaining, closed, requestSeq } })
+  const message = checkpointMessage(summaryBody(summary, remaining, language, hint?.(closed) ?? ''), { ...compactCheckpointSource(compactionId), blockPtc: { remaining, closed, requestSeq } })
   const start = session.append('compaction/start', { compactionId, turn, blockPtc: tag })
   let replacement
   let summaryEvent

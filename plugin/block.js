@@ -34,6 +34,7 @@ import Schema from '@deepseek-ai/schemastery'
 import { addon } from './addon.js'
 import { blockIdsOrNone, codedError, normalizeBlockIds, normalizeSummary, normalizeTimeout } from './block-args.js'
 import { writeCommit, writeFailure } from './block-commit.js'
+import { recallHint } from './recall-hint.js'
 import { SessionBlocks } from './block-log.js'
 import { blockSnapshot, describeBlockSession } from './block-surface.js'
 
@@ -199,6 +200,7 @@ class BlockMode {
       turn: state.openTurn,
       meter: this.meter,
       language: this.config.language,
+      hint: (/** @type {string[]} */ closed) => recallHint(this.ctx, { block: closed[0] }, this.config.language),
     }
   }
 

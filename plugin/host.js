@@ -23,11 +23,13 @@ export function reportMessage(report, markId) {
 /**
  * @param {any} session a `@deepseek-ai/dsh-session` Session
  * @param {import('../index.js').RewindHost['summarize']} summarize
- * @param {{callId?: string, meter?: import('./meter.js').TokenMeter}} [options] the rewind call's id
- *   (its assistant message ends the region); DSH's token meter, when mounted: the region and
- *   the report are priced in its tokens (the shrink check and `tokensFreed` use them), and the
- *   commit logs DSH's shadow price (`compaction/prune`) right before the replacement, so the
- *   meter's O(1) projection follows the fold
+ * @param {{callId?: string, meter?: import('./meter.js').TokenMeter, hint?: (markId: number) => string}} [options]
+ *   the rewind call's id (its assistant message ends the region); DSH's token meter, when
+ *   mounted: the region and the report are priced in its tokens (the shrink check and
+ *   `tokensFreed` use them), and the commit logs DSH's shadow price (`compaction/prune`) right
+ *   before the replacement, so the meter's O(1) projection follows the fold; `hint` gives the
+ *   line appended to the report at the commit (the recall hint: outside the shrink check and
+ *   `tokensFreed`, so it can never fail a fold)
  * @returns {import('../index.js').RewindHost}
  */
 export function sessionHost(session, summarize, options = {}) {
@@ -67,7 +69,7 @@ export function sessionHost(session, summarize, options = {}) {
           shadowedTokenCount: nodesTokens(meter, session, eventLog(session), seqs),
         })
       }
-      session.append('user/message', reportMessage(plan.report, plan.markId), {
+      session.append('user/message', reportMessage(plan.report + (options.hint?.(plan.markId) ?? ''), plan.markId), {
         surfaceOp: { op: 'replace', start: plan.start, end: plan.end },
         sourceEventSeqs: seqs,
       })

@@ -25,6 +25,7 @@ import { toToolError } from './errors.js'
 import { extractiveSummarizer, fallbackSummarizer } from './extractive.js'
 import { llmSummarizer } from './summarize.js'
 import { sessionHost } from './host.js'
+import { recallHint } from './recall-hint.js'
 import { nodesTokens } from './meter.js'
 import { REWIND_GUARD_SOURCE, REWIND_REPORT_SOURCE, eventLog, isRewindReportSource } from './surface.js'
 
@@ -163,7 +164,8 @@ export default class RewindService extends Service {
     const marks = typeof store === 'string' || typeof store?.path === 'string' ? store : checkpoint
     try {
       const meter = this.meter
-      const { stampError, ...result } = await addon.rewind(marks, session.id, sessionHost(session, summarize, { ...options, meter }), {
+      const hint = (/** @type {number} */ markId) => recallHint(this.ctx, { fold: markId }, config.reportLanguage)
+      const { stampError, ...result } = await addon.rewind(marks, session.id, sessionHost(session, summarize, { ...options, meter, hint }), {
         maxSummarizationRetries: config.maxSummarizationRetries,
         signal,
       })

@@ -12,6 +12,9 @@
 
 import { visibleChars } from './meter.js'
 
+// Kept importable from here: block mode (plugin/block-commit.js) and its tests read it from this module.
+export { visibleChars }
+
 const NONE = 0xffff_ffff
 const KIND = { other: 0, user: 1, assistant: 2, toolResult: 3 }
 

@@ -8,6 +8,7 @@ mod abort;
 mod blocks;
 mod convert;
 mod host;
+mod recall;
 mod report;
 mod rewind;
 mod store;
@@ -24,6 +25,7 @@ use napi_derive::napi;
 
 pub use crate::blocks::{plan_block_summary, BlockCommitPlan};
 use crate::convert::{arg_or_throw, throw};
+pub use crate::recall::{recall_search, RecallSearch};
 pub use crate::report::{extractive_report, ReportOptions};
 pub use crate::rewind::rewind;
 pub use crate::store::{

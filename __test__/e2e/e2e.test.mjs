@@ -25,6 +25,9 @@ import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 
+import { execFileSync } from 'node:child_process'
+
+import { hintLine } from '../../plugin/recall-hint.js'
 import { pack, verifyInstall } from '../../scripts/pack.mjs'
 import { readStoreFile } from '../reliability/helpers.mjs'
 import { ensureHost } from './harness/install.mjs'
@@ -206,7 +209,8 @@ describe('dsh-fold end to end: packed tarballs in a real headless DSH host', { s
     assert.match(text(resultOf(folded, 'checkpoint')), /"id":1\b/)
     const at = (/** @type {(m: any) => boolean} */ p) => folded.findIndex(p)
     const ckptCall = at((m) => callNames([m]).includes('checkpoint'))
-    const report = at((m) => m.role === 'user' && text(m) === REPORT)
+    // The bundle mounts `recall`, so the report ends with its hint line.
+    const report = at((m) => m.role === 'user' && text(m) === `${REPORT}\n\n${hintLine('recall', { fold: 1 })}`)
     const rewindCall = at((m) => callNames([m]).includes('rewind'))
     assert.ok(ckptCall >= 0 && report > ckptCall + 1 && rewindCall > report, shape(folded))
     assert.equal(folded[ckptCall + 1].role, 'tool')
@@ -369,10 +373,55 @@ describe('dsh-fold end to end: packed tarballs in a real headless DSH host', { s
     assert.equal(new Set(regions).size, 1)
     assert.ok(r.reportRequests[0].messages.some((m) => m.role === 'tool' && /retry-exploration-marker/.test(text(m))))
     const folded = r.agentRequests.at(-1).messages
-    assert.ok(folded.some((m) => m.role === 'user' && text(m) === '## Findings\nThe third report attempt landed.'), shape(folded))
+    assert.ok(folded.some((m) => m.role === 'user' && text(m).startsWith('## Findings\nThe third report attempt landed.\n\n↩ ')), shape(folded))
     assert.ok(!folded.some((m) => m.role === 'tool' && /retry-exploration-marker/.test(text(m))), shape(folded))
     assert.match(text(resultOf(folded, 'rewind')), /^Folded .* into an auto-generated report/)
     const [mark] = marksOf(r.dshHome)
     assert.equal(typeof mark.foldedAt, 'number')
+  })
+  test('6. recall after the fold returns the exact folded line; economics prices the persisted log', { timeout: TEST_MS }, async () => {
+    const cwd = mkdtempSync(path.join(tmpdir(), 'dsh-fold-e2e-cwd-'))
+    cleanups.push(() => rmSync(cwd, { recursive: true, force: true }))
+    const ledger = path.join(cwd, 'ledger.txt')
+    writeFileSync(ledger, Array.from({ length: 120 }, (_, i) => (i === 83 ? 'entry 84: invoice INV-7731 settled by ORCA-5 on 2026-03-14' : `entry ${i + 1}: routine transfer ${1000 + i}`)).join('\n') + '\n')
+    const r = await run({
+      task: 'Who settled invoice INV-7731?',
+      cwd,
+      agent: [
+        { content: 'Marking the search.', toolCalls: [{ id: 'call_ckpt', name: 'checkpoint', arguments: { objective: 'who settled INV-7731' } }] },
+        { toolCalls: [{ id: 'call_read', name: 'read', arguments: { file_path: ledger } }] },
+        { toolCalls: [{ id: 'call_grep', name: 'bash', arguments: { command: 'grep -c transfer ledger.txt', description: 'Count transfers' } }] },
+        { content: 'Folding.', toolCalls: [{ id: 'call_rewind', name: 'rewind', arguments: {} }] },
+        (/** @type {any} */ body) => {
+          const report = body.messages.find((/** @type {any} */ m) => m.role === 'user' && /^## Findings/.test(text(m)))
+          assert.ok(report && text(report).endsWith(hintLine('recall', { fold: 1 })), shape(body.messages))
+          return { toolCalls: [{ id: 'call_recall', name: 'recall', arguments: { fold: 1, query: 'INV-7731' } }] }
+        },
+        { content: 'ORCA-5 settled INV-7731 on 2026-03-14.' },
+      ],
+      reports: [{ content: '## Findings\nledger.txt has 120 entries; one invoice line.\n## Recommended Next Step\nAnswer the user.' }],
+    })
+    assert.equal(r.code, 0, r.context)
+    assert.deepEqual(r.server.violations, [], r.context)
+    assert.equal(r.agentRequests.length, 6, r.context)
+    // The ledger line is gone from the context after the fold, and back, verbatim, in recall's answer.
+    const afterFold = r.agentRequests[4].messages
+    assert.ok(!afterFold.some((m) => /ORCA-5/.test(text(m))), shape(afterFold))
+    const answer = text(resultOf(r.agentRequests[5].messages, 'recall'))
+    assert.match(answer, /^1 line in fold 1 match INV-7731:\n\[seq \d+ · read result\]\n {2}\d+: .*entry 84: invoice INV-7731 settled by ORCA-5 on 2026-03-14/, answer)
+
+    // Economics of this very run, from its persisted log, as a user would run it.
+    const [log] = sessionLogs(r.dshHome)
+    const out = execFileSync(process.execPath, [path.join(REPO, 'bin', 'dsh-fold.mjs'), 'economics', log, '--json'], { encoding: 'utf8' })
+    const a = JSON.parse(out)
+    assert.equal(a.folds.length, 1)
+    const [f] = a.folds
+    assert.equal(f.report, 'llm')
+    assert.equal(f.requestsAfter, 2)
+    assert.ok(f.tokensFreed > 0 && f.inputTokensNotSent === 2 * f.tokensFreed, JSON.stringify(f))
+    assert.ok(f.reportCall && f.reportCall.hit > 0 && f.reportCall.miss > 0 && f.reportCall.output > 0, JSON.stringify(f))
+    assert.equal(a.requests.length, 6)
+    assert.equal(a.totals.with.requests, 7) // six agent requests and the report call
+    process.stderr.write(`[e2e] economics of scenario 6 (${log}):\n${execFileSync(process.execPath, [path.join(REPO, 'bin', 'dsh-fold.mjs'), 'economics', log], { encoding: 'utf8' })}\n`)
   })
 })

@@ -8,6 +8,7 @@
 //! - [`region`]: which surface nodes a fold replaces — the fold's rules, in one file.
 //! - [`meter`]: the visible-chars meter (sizes in the JS host's unit).
 //! - [`fold`]: the rewind transaction, in its order: a state machine the host drives.
+//! - [`recall`]: the linear-time matcher of the `recall` tool.
 //! - [`blocks`]: what a block summary replaces — block mode's rules, in one file.
 
 #![forbid(unsafe_code)]
@@ -17,6 +18,7 @@ pub mod error;
 pub mod fold;
 pub mod locks;
 pub mod meter;
+pub mod recall;
 pub mod region;
 pub mod report;
 pub mod store;

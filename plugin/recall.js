@@ -1,0 +1,395 @@
+/**
+ * @module plugin/recall
+ * `ctx.recall` and the model-facing `recall` tool: the exact lines a fold hid, read back from
+ * the calling agent's own session log.
+ *
+ * A fold (rewind) or a block commit replaces messages on the model-visible surface; the
+ * append-only log keeps them. `recall({fold?, block?, query?, around?})` selects folded
+ * regions of the agent's session (`fold`: a mark id or `'latest'`; `block`: a block id; neither:
+ * every folded region), and returns either the lines of their original messages (assistant
+ * text and reasoning, tool-call arguments, tool outputs, user messages) that match `query` —
+ * a smart-case substring or a `/regex/` run by the addon's linear-time engine — each under its
+ * seq and tool name, with `around` lines of context; or, without a query, an index with one
+ * line per folded message. The answer never exceeds `maxChars`.
+ *
+ * What it never does: read another session (only `exec.agent.session`), read a file, write
+ * anything. Failures are `RecallError`s with a stable `code`: `INVALID_ARGUMENT`,
+ * `BAD_QUERY`, `NOTHING_FOLDED`, `UNKNOWN_FOLD`, `FOREIGN_MARK` (the mark belongs to another
+ * session: nothing of it is read), `UNKNOWN_BLOCK`.
+ */
+import { Service } from '@deepseek-ai/cordis'
+import { defineTool } from '@deepseek-ai/dsh-tools'
+import Schema from '@deepseek-ai/schemastery'
+
+import { addon } from './addon.js'
+import { hintLine } from './recall-hint.js'
+import { logIndex, originalSeqs, regionTexts } from './recall-log.js'
+
+/**
+ * @typedef {object} RecallConfig
+ * @property {string} toolName model-facing tool name
+ * @property {number} maxChars the longest answer, in UTF-16 units
+ */
+export const Config = Schema.object({
+  toolName: Schema.string().pattern(/^[a-zA-Z0-9_-]{1,64}$/).default('recall').description('Model-facing tool name.'),
+  maxChars: Schema.natural().min(500).max(200000).default(8000).description('Longest answer the tool returns, in characters.'),
+})
+
+/** Most context lines around a match. */
+export const MAX_AROUND = 20
+/** Longest line shown whole; a longer one is shown as a window around its match. */
+const LINE_CHARS = 240
+
+export const RECALL_ERROR_CODES = /** @type {const} */ (['INVALID_ARGUMENT', 'BAD_QUERY', 'NOTHING_FOLDED', 'UNKNOWN_FOLD', 'FOREIGN_MARK', 'UNKNOWN_BLOCK'])
+
+/** A recall failure: `code` is one of `RECALL_ERROR_CODES`; the message ends with what to do. */
+export class RecallError extends Error {
+  /** @param {(typeof RECALL_ERROR_CODES)[number]} code @param {string} message */
+  constructor(code, message) {
+    super(`${code}: ${message}`)
+    this.name = 'RecallError'
+    this.code = code
+  }
+}
+
+/**
+ * @typedef {object} RecallArgs
+ * @property {number | 'latest' | string} [fold] a mark id (a digit string is accepted) or 'latest'
+ * @property {string} [block] a block id
+ * @property {string} [query] a substring, or `/regex/flags`
+ * @property {number} [around] context lines on each side of a match (with a query)
+ */
+
+/**
+ * @typedef {object} RecallResult
+ * @property {string} text what the model reads
+ * @property {number} regions folded regions searched or indexed
+ * @property {number} matches matching lines (all of them; with a query)
+ * @property {number} shown lines shown (matches, or index lines)
+ * @property {boolean} truncated whether `maxChars` cut the answer short
+ */
+
+/** Checks and normalizes the tool's arguments. @param {unknown} raw */
+export function parseArgs(raw) {
+  if (raw === undefined || raw === null) raw = {}
+  if (typeof raw !== 'object' || Array.isArray(raw)) throw new RecallError('INVALID_ARGUMENT', 'the arguments must be an object {fold?, block?, query?, around?}.')
+  const args = /** @type {Record<string, unknown>} */ (raw)
+  const unknown = Object.keys(args).filter((k) => !['fold', 'block', 'query', 'around'].includes(k) && args[k] !== undefined)
+  if (unknown.length) throw new RecallError('INVALID_ARGUMENT', `unknown argument${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}; use fold, block, query, around.`)
+  /** @type {{fold?: number | 'latest', block?: string, query?: string, around: number}} */
+  const out = { around: 0 }
+  const fold = args.fold ?? undefined
+  if (fold !== undefined) {
+    if (fold === 'latest') out.fold = 'latest'
+    else if (typeof fold === 'number' && Number.isSafeInteger(fold) && fold >= 1) out.fold = fold
+    else if (typeof fold === 'string' && /^[1-9]\d{0,15}$/.test(fold)) out.fold = Number(fold)
+    else throw new RecallError('INVALID_ARGUMENT', `fold must be a mark id (a positive integer) or "latest", got ${JSON.stringify(fold)}.`)
+  }
+  const block = args.block ?? undefined
+  if (block !== undefined) {
+    if (typeof block !== 'string' || !block.trim()) throw new RecallError('INVALID_ARGUMENT', `block must be a non-empty block id, got ${JSON.stringify(block)}.`)
+    out.block = block
+  }
+  if (out.fold !== undefined && out.block !== undefined) throw new RecallError('INVALID_ARGUMENT', 'give fold or block, not both.')
+  const query = args.query ?? undefined
+  if (query !== undefined) {
+    if (typeof query !== 'string' || query === '') throw new RecallError('INVALID_ARGUMENT', `query must be a non-empty string (a substring or /regex/), got ${JSON.stringify(query)}.`)
+    out.query = query
+  }
+  const around = args.around ?? undefined
+  if (around !== undefined) {
+    if (typeof around !== 'number' || !Number.isInteger(around) || around < 0 || around > MAX_AROUND) {
+      throw new RecallError('INVALID_ARGUMENT', `around must be an integer from 0 to ${MAX_AROUND}, got ${JSON.stringify(around)}.`)
+    }
+    out.around = around
+  }
+  return out
+}
+
+/** A region's name for the model. @param {import('./recall-log.js').FoldedRegion} r */
+export function regionName(r) {
+  return r.kind === 'fold' ? `fold ${r.markId}` : `block ${(r.closed?.length ? r.closed : r.remaining ?? []).join(', ') || '(no ids)'}`
+}
+
+/**
+ * Recall from `session`'s own folded regions. Pure reading: no store write, no session append.
+ * @param {any} session the calling agent's session
+ * @param {unknown} rawArgs the tool's arguments
+ * @param {{maxChars: number, toolName?: string, markOwner?: (markId: number) => Promise<{sessionId: string, folded: boolean} | null>}} options
+ *   `markOwner` tells which session a mark id belongs to (from the checkpoint store), so an
+ *   unknown id can be told apart from another session's
+ * @returns {Promise<RecallResult>}
+ */
+export async function recall(session, rawArgs, options) {
+  const args = parseArgs(rawArgs)
+  const regions = await select(session, args, options)
+  const texts = regions.map((r) => regionTexts(session, r))
+  return args.query === undefined ? index(session, regions, texts, options.maxChars) : search(regions, texts, args.query, args.around, options.maxChars)
+}
+
+/**
+ * @param {any} session @param {ReturnType<typeof parseArgs>} args
+ * @param {{toolName?: string, markOwner?: (markId: number) => Promise<{sessionId: string, folded: boolean} | null>}} options
+ */
+async function select(session, args, options) {
+  const all = logIndex(session).regions
+  const tool = options.toolName ?? 'recall'
+  if (!all.length) {
+    throw new RecallError('NOTHING_FOLDED', 'nothing in this session has been folded yet, so there is nothing to recall; everything is still in your context.')
+  }
+  const folds = all.filter((r) => r.kind === 'fold')
+  const foldIds = [...new Set(folds.map((r) => r.markId))]
+  if (args.fold === 'latest') {
+    const latest = folds.at(-1)
+    if (!latest) throw new RecallError('NOTHING_FOLDED', `this session has no rewind fold yet (only block summaries: ${blockIds(all).join(', ')}); call ${tool} with {"block": id}.`)
+    return [latest]
+  }
+  if (typeof args.fold === 'number') {
+    const id = args.fold
+    const found = folds.filter((r) => r.markId === id).at(-1)
+    if (found) return [found]
+    const owner = await options.markOwner?.(id).catch(() => null)
+    if (owner && owner.sessionId !== session.id) {
+      throw new RecallError('FOREIGN_MARK', `checkpoint mark ${id} belongs to another session; ${tool} reads only this session's folds (${foldIds.length ? `folds here: ${foldIds.join(', ')}` : 'none folded here yet'}).`)
+    }
+    const why = owner && !owner.folded ? `checkpoint mark ${id} of this session has not been folded yet (call rewind first)` : `this session has no fold of checkpoint mark ${id}`
+    throw new RecallError('UNKNOWN_FOLD', `${why}; ${foldIds.length ? `folds here: ${foldIds.join(', ')}` : 'no rewind fold here yet'}.`)
+  }
+  if (args.block !== undefined) {
+    const id = args.block
+    const found = all.filter((r) => r.kind === 'block' && (r.closed?.includes(id) || r.remaining?.includes(id))).at(-1)
+    if (found) return [found]
+    const known = blockIds(all)
+    throw new RecallError('UNKNOWN_BLOCK', `no block summary of this session covers block ${JSON.stringify(id)}; ${known.length ? `summarized blocks: ${known.join(', ')}` : 'no block has been summarized yet'}.`)
+  }
+  return all
+}
+
+/** Every block id a commit of the session closed or carries. @param {import('./recall-log.js').FoldedRegion[]} regions */
+function blockIds(regions) {
+  return [...new Set(regions.flatMap((r) => (r.kind === 'block' ? [...(r.closed ?? []), ...(r.remaining ?? [])] : [])))]
+}
+
+/** Keeps adding lines while they fit in `maxChars`. */
+class Answer {
+  /** @param {number} maxChars */
+  constructor(maxChars) {
+    this.maxChars = maxChars
+    /** @type {string[]} */
+    this.lines = []
+    this.length = 0
+    this.full = false
+  }
+  /** Adds `line` if it fits (with room kept for a closing note); false once full. @param {string} line */
+  add(line) {
+    if (this.full) return false
+    if (this.length + line.length + 1 > this.maxChars - 160) {
+      this.full = true
+      return false
+    }
+    this.lines.push(line)
+    this.length += line.length + 1
+    return true
+  }
+  text() {
+    return this.lines.join('\n')
+  }
+}
+
+/** One line, cut to `LINE_CHARS` around `[start, end)`. @param {string} line @param {number} [start] @param {number} [end] */
+function clip(line, start = 0, end = 0) {
+  if (line.length <= LINE_CHARS) return line
+  const from = Math.max(0, Math.min(start - 60, line.length - LINE_CHARS))
+  const to = Math.min(line.length, Math.max(from + LINE_CHARS, end))
+  return `${from > 0 ? '…' : ''}${line.slice(from, Math.min(to, from + LINE_CHARS * 2))}${to < line.length ? '…' : ''}`
+}
+
+/** A region's heading. @param {any} session @param {import('./recall-log.js').FoldedRegion} r @param {import('./recall-log.js').RecallText[]} texts */
+function heading(session, r, texts) {
+  const seqs = originalSeqs(session, r)
+  const chars = texts.reduce((n, t) => n + t.text.length, 0)
+  const span = seqs.length ? `, seq ${Math.min(...seqs)}..${Math.max(...seqs)}` : ''
+  return `${regionName(r)}: ${seqs.length} folded message${seqs.length === 1 ? '' : 's'}${span}, ${chars} chars`
+}
+
+/**
+ * Without a query: one line per folded message.
+ * @param {any} session @param {import('./recall-log.js').FoldedRegion[]} regions
+ * @param {import('./recall-log.js').RecallText[][]} texts @param {number} maxChars
+ * @returns {RecallResult}
+ */
+function index(session, regions, texts, maxChars) {
+  const out = new Answer(maxChars)
+  let shown = 0
+  let total = 0
+  regions.forEach((r, i) => {
+    out.add(heading(session, r, texts[i]))
+    /** @type {Map<number, import('./recall-log.js').RecallText[]>} */
+    const bySeq = new Map()
+    for (const t of texts[i]) bySeq.set(t.seq, [...(bySeq.get(t.seq) ?? []), t])
+    for (const [seq, parts] of bySeq) {
+      total++
+      const summary = parts
+        .map((p) => {
+          const lines = p.text.split('\n').length
+          const first = p.text.split('\n').find((l) => l.trim()) ?? ''
+          return `${p.label} (${lines} line${lines === 1 ? '' : 's'}, ${p.text.length} chars): ${first.trim().slice(0, 100)}`
+        })
+        .join(' | ')
+      if (out.add(`  seq ${seq}  ${summary}`.slice(0, 400))) shown++
+    }
+  })
+  const truncated = shown < total
+  let text = out.text()
+  if (truncated) text += `\n… ${total - shown} more folded message${total - shown === 1 ? '' : 's'} not listed (answer limit ${maxChars} chars): pick one fold or block, or search with query.`
+  else text += '\nSearch them with query (a substring, or /regex/) to get their exact lines.'
+  return { text, regions: regions.length, matches: 0, shown, truncated }
+}
+
+/**
+ * With a query: the matching lines, grouped by message, with context.
+ * @param {import('./recall-log.js').FoldedRegion[]} regions @param {import('./recall-log.js').RecallText[][]} texts
+ * @param {string} query @param {number} around @param {number} maxChars
+ * @returns {RecallResult}
+ */
+function search(regions, texts, query, around, maxChars) {
+  const flat = texts.flatMap((ts, region) => ts.map((t) => ({ ...t, region })))
+  let found
+  try {
+    // At most one line shown per 8 chars of answer: enough to fill it, bounded however many lines match.
+    found = addon.recallSearch(flat.map((t) => t.text), query, Math.ceil(maxChars / 8))
+  } catch (e) {
+    if (/** @type {any} */ (e)?.code === 'INVALID_ARGUMENT') throw new RecallError('BAD_QUERY', `${/** @type {Error} */ (e).message}`)
+    throw e
+  }
+  const out = new Answer(maxChars)
+  const where = regions.length === 1 ? regionName(regions[0]) : `${regions.length} folded regions`
+  out.add(`${found.total} line${found.total === 1 ? '' : 's'} in ${where} match ${query}${found.total ? ':' : '.'}`)
+  /** @type {Map<number, {line: number, col: number, colEnd: number}[]>} text index → its matching lines */
+  const hitsByText = new Map()
+  for (let w = 0; w < found.hits.length; w += 4) {
+    const t = found.hits[w]
+    const hit = { line: found.hits[w + 1], col: found.hits[w + 2], colEnd: found.hits[w + 3] }
+    const list = hitsByText.get(t)
+    if (list) list.push(hit)
+    else hitsByText.set(t, [hit])
+  }
+  let shown = 0
+  let lastRegion = -1
+  for (const [t, hits] of hitsByText) {
+    const text = flat[t]
+    if (regions.length > 1 && text.region !== lastRegion) {
+      lastRegion = text.region
+      if (!out.add(`${regionName(regions[text.region])}:`)) break
+    }
+    if (!out.add(`[seq ${text.seq} · ${text.label}]`)) break
+    const lines = text.text.split('\n')
+    const matched = new Map(hits.map((h) => [h.line, h]))
+    let printedTo = -1
+    for (const h of hits) {
+      const from = Math.max(h.line - around, printedTo + 1)
+      const to = Math.min(h.line + around, lines.length - 1)
+      if (printedTo >= 0 && from > printedTo + 1) out.add('  …')
+      for (let l = from; l <= to; l++) {
+        const m = matched.get(l)
+        const body = lines[l].replace(/\r$/, '')
+        if (!out.add(`  ${l + 1}${m ? ':' : '-'} ${m ? clip(body, m.col, m.colEnd) : clip(body)}`)) break
+        if (m) shown++
+      }
+      printedTo = Math.max(printedTo, to)
+      if (out.full) break
+    }
+    if (out.full) break
+  }
+  const truncated = shown < found.total
+  let answer = out.text()
+  if (truncated) answer += `\n… ${found.total - shown} more matching line${found.total - shown === 1 ? '' : 's'} not shown (answer limit ${maxChars} chars): narrow the query, or pick one fold or block.`
+  return { text: answer, regions: regions.length, matches: found.total, shown, truncated }
+}
+
+/** The `tool-recall` plugin: provides `ctx.recall` and the model-facing tool. */
+export default class RecallService extends Service {
+  static inject = ['tools']
+  static Config = Config
+
+  /** @param {any} ctx @param {RecallConfig} config */
+  constructor(ctx, config) {
+    super(ctx, 'recall')
+    this.ctx = ctx
+    this.config = config
+    /** The model-facing tool name, read by `recallHint` (plugin/recall-hint.js). */
+    this.toolName = config.toolName
+    ctx.tools.register(this.#tool())
+  }
+
+  /**
+   * The hint line producers append to a replacement's text (see plugin/recall-hint.js).
+   * @param {{fold: number} | {block: string}} target @param {'en' | 'zh'} [language]
+   */
+  hint(target, language) {
+    return hintLine(this.toolName, target, language)
+  }
+
+  /**
+   * Recalls from the session's folded regions (the tool's work, for other plugins too).
+   * @param {any} session @param {unknown} args
+   * @returns {Promise<RecallResult>}
+   */
+  recall(session, args) {
+    if (!session?.id) return Promise.reject(new Error('recall needs a session'))
+    return recall(session, args, { maxChars: this.config.maxChars, toolName: this.toolName, markOwner: (id) => this.markOwner(id) })
+  }
+
+  /**
+   * Which session a mark id belongs to, from the checkpoint store when `ctx.checkpoint` is
+   * mounted (only the owner and the folded flag are read; nothing of another session is).
+   * Not `#private`: cordis calls service methods with `this` bound to its tracing proxy.
+   * @param {number} markId
+   */
+  async markOwner(markId) {
+    const checkpoint = this.ctx.get('checkpoint')
+    if (!checkpoint?.store) return null
+    const marks = await addon.listMarks(checkpoint.store, null)
+    const mark = marks.find((m) => m.id === markId)
+    return mark ? { sessionId: mark.sessionId, folded: mark.foldedAt !== null } : null
+  }
+
+  #tool() {
+    const name = this.config.toolName
+    return defineTool({
+      name,
+      description:
+        'Read back the exact original lines of work that a fold (`rewind`) or a block summary removed from your context: tool outputs, call arguments, your own text. Give `query` (a substring; smart case) or `/regex/flags` to get the matching lines with their seq and tool; omit it for an index of the folded messages. `fold` picks one fold by its checkpoint id (or "latest"), `block` one block summary by block id; neither searches every fold. `around` adds context lines. Reads only this session.',
+      parameters: {
+        fold: { description: 'A checkpoint mark id whose fold to read, or "latest". Omit to search every folded region.', oneOf: [{ type: 'integer' }, { type: 'string' }] },
+        block: { type: 'string', description: 'A block id whose summary to read (block mode).' },
+        query: { type: 'string', description: 'A substring (case-insensitive unless it has an uppercase letter) or /regex/flags (flag i). Omit for an index.' },
+        around: { type: 'integer', description: `Context lines before and after each matching line, 0 to ${MAX_AROUND} (default 0).` },
+      },
+      output: {
+        schema: {
+          type: 'object',
+          properties: {
+            text: { type: 'string', required: true },
+            regions: { type: 'integer', required: true },
+            matches: { type: 'integer', required: true },
+            shown: { type: 'integer', required: true },
+            truncated: { type: 'boolean', required: true },
+          },
+          additionalProperties: false,
+        },
+        render: (/** @type {any} */ _args, /** @type {RecallResult} */ value) => [{ type: 'text', text: value.text }],
+      },
+      presentCall: (/** @type {any} */ args) => ({
+        card: 'generic',
+        title: 'Recall',
+        subtitle: [args?.fold !== undefined ? `fold ${args.fold}` : args?.block !== undefined ? `block ${args.block}` : 'all folds', args?.query].filter(Boolean).join(' · '),
+      }),
+      execute: async (/** @type {any} */ args, /** @type {any} */ exec) => {
+        const session = exec.agent?.session
+        if (!session) throw new Error('recall needs an owning agent session')
+        return this.recall(session, args)
+      },
+    })
+  }
+}
