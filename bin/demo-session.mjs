@@ -266,3 +266,4 @@ export function continueAfterFold(session, rewindResult, step) {
   result('call_test2', PASSING_RUN)
   assistant('Fixed: the lexer now classifies identifier characters with `unicode_ident` (XID start/continue) instead of ASCII-only checks, so `été` and `π` lex as identifiers. `cargo test -p parser` passes (14 tests).', [])
   b.turnEnd()
+}
