@@ -6,7 +6,7 @@ import { describe, it } from 'node:test'
 import { TokenMeter } from '@deepseek-ai/dsh-token-meter'
 
 import { NO_METER_NOTE, priceNodes, summaryBody, writeCommit, writeFailure } from '../../plugin/block-commit.js'
-import { visibleChars } from '../../plugin/surface.js'
+import { visibleChars } from '../../plugin/meter.js'
 import { SessionBuilder } from '../helpers/dsh.mjs'
 
 /** A session with two block calls and their results: user(0..) A-call, result, B-call, result. */
