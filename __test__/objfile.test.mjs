@@ -4,8 +4,11 @@
  * holds it to the tools that know these formats: binutils' `readelf` for every ELF binary built
  * here (the dev build, and any cross build `build:targets` left in target-cross/napi-out/),
  * LLVM's `llvm-objdump` for Mach-O and binutils' `objdump` for PE — on the binaries there are.
- * A binary or tool that is not on this machine skips its case with the reason. The error cases
- * need nothing: a file that is no object, or a truncated one, throws a message saying so.
+ * Three small committed fixtures (fixtures/objfile/: a Mach-O dylib per arch and a PE DLL built
+ * from mini.c by its build.sh) are checked on every machine, against what they were built to be
+ * and, where the tool is installed, against it too. A cross build or tool that is not on this
+ * machine skips its case with the reason. The error cases need nothing: a file that is no object,
+ * or a truncated one, throws a message saying so.
  */
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
@@ -16,6 +19,7 @@ import { readObject, readObjectFile } from '../scripts/objfile.mjs'
 
 const ROOT = path.resolve(import.meta.dirname, '..')
 const NAPI_OUT = path.join(ROOT, 'target-cross', 'napi-out')
+const FIXTURES = path.join(import.meta.dirname, 'fixtures', 'objfile')
 
 /** Binaries on this machine, by platform: the dev build at the root and the cross builds. */
 function binaries() {
@@ -23,6 +27,10 @@ function binaries() {
   const found = {}
   const dev = path.join(ROOT, 'dsh-fold.linux-x64-gnu.node')
   if (existsSync(dev)) found['linux-x64-gnu (dev build)'] = dev
+  for (const platform of ['darwin-arm64', 'darwin-x64', 'win32-x64']) {
+    const file = path.join(FIXTURES, `mini.${platform}.${platform.startsWith('win32') ? 'dll' : 'dylib'}`)
+    found[`${platform} (fixture)`] = file
+  }
   if (existsSync(NAPI_OUT)) {
     for (const platform of readdirSync(NAPI_OUT)) {
       const file = path.join(NAPI_OUT, platform, `dsh-fold.${platform}.node`)
@@ -127,6 +135,34 @@ describe('PE, against objdump', () => {
       assert.equal(info.arch, /file format pei-x86-64/.test(dump) ? 'x64' : 'unknown')
     })
   }
+})
+
+describe('the committed fixtures, as they were built (no tool needed)', () => {
+  const fixture = (/** @type {string} */ name) => readObjectFile(path.join(FIXTURES, name))
+  it('Mach-O dylibs: arch, libSystem only, the addon entry exported, the Node-API call left to the loader', () => {
+    for (const [name, arch, signed] of [['mini.darwin-arm64.dylib', 'arm64', true], ['mini.darwin-x64.dylib', 'x64', false]]) {
+      const info = fixture(/** @type {string} */ (name))
+      assert.equal(info.format, 'macho', name)
+      assert.ok('libraries' in info)
+      assert.equal(info.arch, arch, name)
+      assert.equal(info.kind, 'dylib', name)
+      assert.deepEqual(info.libraries, ['/usr/lib/libSystem.B.dylib'], name)
+      assert.ok(info.exports.includes('napi_register_module_v1'), name)
+      assert.ok(info.imports.includes('napi_create_object'), name)
+      assert.equal(info.minOS, '13.0', name)
+      // zig signs arm64 output ad hoc (Apple silicon refuses unsigned code), not x86_64.
+      assert.equal(info.codeSigned, signed, name)
+    }
+  })
+  it('PE DLL: x64, the system DLLs only, the addon entry the one export', () => {
+    const info = fixture('mini.win32-x64.dll')
+    assert.equal(info.format, 'pe')
+    assert.ok('libraries' in info)
+    assert.equal(info.arch, 'x64')
+    assert.equal(info.kind, 'dll')
+    assert.deepEqual(info.libraries, ['KERNEL32.dll', 'msvcrt.dll'])
+    assert.deepEqual(info.exports, ['napi_register_module_v1'])
+  })
 })
 
 describe('what is not a readable object file', () => {
