@@ -1,8 +1,10 @@
 //! Node-API exports of dsh-fold: module lines and the `#[napi]` exports, each converting its
 //! arguments, calling the core and mapping the result; every rule lives in `crates/fold-core`.
 //! Errors are JS `Error`s with a stable `code` (see `FoldError::code`), rejected or thrown on the
-//! JS thread. The JS shapes are in `types.rs`; `rewind` (the fold, driven from the JS thread) is
-//! in `rewind.rs`; the extractive report in `report.rs`; zstd in `zstd.rs`.
+//! JS thread. Here: the fold's rules alone (`selectRegion`, `planMatches`) and the error helpers.
+//! The JS shapes are in `types.rs`; the store's exports in `store.rs`; `rewind` (the fold, driven
+//! from the JS thread) in `rewind.rs`; block mode's planner in `blocks.rs`; recall's matcher in
+//! `recall.rs`; the extractive report in `report.rs`; zstd in `zstd.rs`.
 
 mod abort;
 mod blocks;
