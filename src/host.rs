@@ -31,7 +31,7 @@ pub type Failure<'e> = (FoldError, Option<Unknown<'e>>);
 
 /// The host's three callbacks, kept across the fold's continuations.
 pub struct JsHost {
-    this: ObjectRef<false>,
+    this: Receiver,
     snapshot: FunctionRef<(), ()>,
     summarize: FunctionRef<(), ()>,
     commit: FunctionRef<(), ()>,
@@ -44,6 +44,30 @@ fn method(obj: &Object<'_>, owner: &str, name: &str) -> napi::Result<CoreResult<
         return Ok(Err(FoldError::invalid(format!("{owner}.{name} must be a function"))));
     }
     Ok(Ok(convert::cast::<Function<(), ()>>(&f)?.create_ref()?))
+}
+
+/// A JS object kept across the fold's continuations, and its methods called with it as `this`.
+struct Receiver(ObjectRef<false>);
+
+impl Receiver {
+    fn of(obj: &Object<'_>) -> napi::Result<Self> {
+        Ok(Self(obj.create_ref::<false>()?))
+    }
+
+    fn release(self, env: &Env) -> napi::Result<()> {
+        self.0.unref(env)
+    }
+
+    /// `f.call(this, ...args)`: `Err` holds what it threw.
+    fn call<'e>(
+        &self,
+        env: &'e Env,
+        f: &FunctionRef<(), ()>,
+        args: impl JsValuesTupleIntoVec,
+    ) -> napi::Result<std::result::Result<Unknown<'e>, Unknown<'e>>> {
+        let this = self.0.get_value(env)?;
+        call_catching(env, this.raw(), f.borrow_back(env)?.raw(), args)
+    }
 }
 
 impl JsHost {
@@ -66,7 +90,7 @@ impl JsHost {
         let summarize = fns.pop().expect("three");
         let snapshot = fns.pop().expect("three");
         Ok(Ok(Self {
-            this: obj.create_ref::<false>()?,
+            this: Receiver::of(&obj)?,
             snapshot,
             summarize,
             commit,
@@ -75,34 +99,26 @@ impl JsHost {
 
     /// Releases the host object (the functions release themselves).
     pub fn release(self, env: &Env) -> napi::Result<()> {
-        self.this.unref(env)
-    }
-
-    fn call<'e>(
-        &self,
-        env: &'e Env,
-        f: &FunctionRef<(), ()>,
-        args: impl JsValuesTupleIntoVec,
-    ) -> napi::Result<std::result::Result<Unknown<'e>, Unknown<'e>>> {
-        let this = self.this.get_value(env)?;
-        call_catching(env, this.raw(), f.borrow_back(env)?.raw(), args)
+        self.this.release(env)
     }
 
     /// The surface now, for a fold from `anchor`.
     pub fn snapshot<'e>(&self, env: &'e Env, anchor: u64) -> napi::Result<std::result::Result<Vec<u32>, Failure<'e>>> {
-        Ok(match self.call(env, &self.snapshot, FnArgs::from((anchor as f64,)))? {
-            Ok(v) => match convert::snapshot(&v)? {
-                Ok(words) => Ok(words),
-                Err(e) => Err((
-                    FoldError::HostFailed(format!("host.snapshot() returned garbage: {e}")),
-                    None,
+        Ok(
+            match self.this.call(env, &self.snapshot, FnArgs::from((anchor as f64,)))? {
+                Ok(v) => match convert::snapshot(&v)? {
+                    Ok(words) => Ok(words),
+                    Err(e) => Err((
+                        FoldError::HostFailed(format!("host.snapshot() returned garbage: {e}")),
+                        None,
+                    )),
+                },
+                Err(thrown) => Err((
+                    FoldError::HostFailed(format!("host.snapshot() threw: {}", reason_or_cause(thrown))),
+                    Some(thrown),
                 )),
             },
-            Err(thrown) => Err((
-                FoldError::HostFailed(format!("host.snapshot() threw: {}", reason_or_cause(thrown))),
-                Some(thrown),
-            )),
-        })
+        )
     }
 
     /// Asks for a report; the native promise `summarize` returned.
@@ -113,7 +129,7 @@ impl JsHost {
         attempt: u32,
     ) -> napi::Result<std::result::Result<Object<'e>, Failure<'e>>> {
         let args = FnArgs::from((FoldRegion::from(request), attempt));
-        Ok(match self.call(env, &self.summarize, args)? {
+        Ok(match self.this.call(env, &self.summarize, args)? {
             Ok(v) if v.is_promise()? => Ok(convert::cast::<Object>(&v)?),
             // Only a native Promise is awaited: a thenable's `then` is user code that may never
             // call back, or call back twice.
@@ -132,7 +148,10 @@ impl JsHost {
     /// Commits `plan` in one synchronous step.
     pub fn commit<'e>(&self, env: &'e Env, plan: &CorePlan) -> napi::Result<std::result::Result<Commit, Failure<'e>>> {
         Ok(
-            match self.call(env, &self.commit, FnArgs::from((FoldPlan::from(plan),)))? {
+            match self
+                .this
+                .call(env, &self.commit, FnArgs::from((FoldPlan::from(plan),)))?
+            {
                 Ok(v) if v.get_type()? == ValueType::String => match convert::cast::<String>(&v)?.as_str() {
                     "committed" => Ok(Commit::Committed),
                     "changed" => Ok(Commit::Changed),
@@ -246,7 +265,7 @@ impl TokenPrices {
 /// come from its `latestMark(sessionId)` and the stamp goes through its
 /// `completeFold(sessionId, markId)`, both on the JS thread.
 pub struct CheckpointService {
-    this: ObjectRef<false>,
+    this: Receiver,
     latest_mark: FunctionRef<(), ()>,
     complete_fold: FunctionRef<(), ()>,
 }
@@ -264,24 +283,14 @@ impl CheckpointService {
             Err(e) => return Ok(Some(Err(e))),
         };
         Ok(Some(Ok(Self {
-            this: obj.create_ref::<false>()?,
+            this: Receiver::of(obj)?,
             latest_mark,
             complete_fold,
         })))
     }
 
     pub fn release(self, env: &Env) -> napi::Result<()> {
-        self.this.unref(env)
-    }
-
-    fn call<'e>(
-        &self,
-        env: &'e Env,
-        f: &FunctionRef<(), ()>,
-        args: impl JsValuesTupleIntoVec,
-    ) -> napi::Result<std::result::Result<Unknown<'e>, Unknown<'e>>> {
-        let this = self.this.get_value(env)?;
-        call_catching(env, this.raw(), f.borrow_back(env)?.raw(), args)
+        self.this.release(env)
     }
 
     /// `latestMark(sessionId)`: what it returned (a promise, or the mark itself).
@@ -291,6 +300,7 @@ impl CheckpointService {
         session_id: &str,
     ) -> napi::Result<std::result::Result<Unknown<'e>, Failure<'e>>> {
         Ok(self
+            .this
             .call(env, &self.latest_mark, FnArgs::from((session_id,)))?
             .map_err(|thrown| {
                 (
@@ -307,7 +317,8 @@ impl CheckpointService {
         session_id: &str,
         mark_id: u64,
     ) -> napi::Result<std::result::Result<Unknown<'e>, Unknown<'e>>> {
-        self.call(env, &self.complete_fold, FnArgs::from((session_id, mark_id as f64)))
+        self.this
+            .call(env, &self.complete_fold, FnArgs::from((session_id, mark_id as f64)))
     }
 }
 
