@@ -47,7 +47,7 @@ import { Session, SessionId } from '@deepseek-ai/dsh-session'
 import { blockSnapshot } from '../plugin/block-surface.js'
 import { surfaceSnapshot } from '../plugin/surface.js'
 import { addon } from '../plugin/addon.js'
-import { measureCommit } from './lib/block-commit.mjs'
+import { measureCommit, protocolValid } from './lib/block-commit.mjs'
 import { check, emit, load, log, parseArgs } from './lib/common.mjs'
 import { prng } from './lib/session.mjs'
 import { now, quiesce, summarize, us } from './lib/stats.mjs'
@@ -194,18 +194,6 @@ export function replay(/** @type {{type: string, data: any, opts?: any}[]} */ op
   const session = Session.create(SessionId(name))
   for (const op of ops) op.opts === undefined ? session.append(op.type, op.data) : session.append(op.type, op.data, op.opts)
   return session
-}
-
-/** Every call on the surface has its result and every result its call. @param {any} session */
-function protocolValid(session) {
-  const open = new Set()
-  for (const m of session.deriveMessages()) {
-    for (const b of m.content ?? []) {
-      if (b.type === 'tool-call') open.add(b.id)
-      if (b.type === 'tool-result' && !open.delete(b.toolCallId)) return false
-    }
-  }
-  return open.size === 0
 }
 
 /** The measured call: one synchronous plan, timed whole and in its two parts (µs). */

@@ -44,7 +44,7 @@ async function realMeter() {
 }
 
 /** Every call on the surface has its result and every result its call. @param {any} session */
-function protocolValid(session) {
+export function protocolValid(session) {
   const open = new Set()
   for (const m of session.deriveMessages()) {
     for (const b of m.content ?? []) {
