@@ -23,6 +23,7 @@ import {
   SessionId,
   bootHost,
   createUserMessage,
+  probeTool,
   protocolProblems,
   runTurn,
   say,
@@ -123,18 +124,7 @@ async function rejectsWith(/** @type {Promise<any>} */ promise, /** @type {strin
 }
 
 /** A real exploration tool for agent turns. */
-const probeTool = defineTool({
-  name: 'probe',
-  description: 'Read a file.',
-  parameters: { path: { type: 'string', description: 'The file.' } },
-  output: {
-    schema: { type: 'object', properties: { text: { type: 'string' } }, additionalProperties: false },
-    render: (/** @type {any} */ _args, /** @type {any} */ value) => [{ type: 'text', text: value.text }],
-  },
-  async execute(/** @type {any} */ args) {
-    return { text: `contents of ${args.path ?? 'nothing'}: the parser drops the last token when the input ends in a comment` }
-  },
-})
+const probe = probeTool((path) => `contents of ${path}: the parser drops the last token when the input ends in a comment`)
 
 /**
  * A scripted model for agent turns: agent requests take the next queued reply (then `say('done')`);
@@ -481,7 +471,7 @@ describe('report call routing', () => {
     const { root, model } = await setup({
       respond: script([callReply('k1', 'checkpoint', { objective: 'find the bug' }), callReply('p1', 'probe', { path: 'a.js' }), callReply('r1', 'rewind')]),
     })
-    root.tools.register(probeTool)
+    root.tools.register(probe)
     const agent = await agentOf(root, 'turn')
     await runTurn(agent, 'Why does the parser drop tokens?')
     const [report] = reportRequests(model)
@@ -971,7 +961,7 @@ describe('the turn guard', () => {
   /** @param {any[]} replies @param {object} [o] */
   async function turnSetup(replies, o = {}) {
     const { root, model } = await setup({ respond: script(replies), ...o })
-    root.tools.register(probeTool)
+    root.tools.register(probe)
     const agent = await agentOf(root, 'guarded')
     return { root, model, agent }
   }
@@ -1083,7 +1073,7 @@ describe('the turn guard after an early EMPTY_REGION', () => {
         say('Done.'),
       ]),
     })
-    root.tools.register(probeTool)
+    root.tools.register(probe)
     const agent = await agentOf(root, 'early')
     await runTurn(agent, 'Why does the parser drop tokens?')
     const warnings = agent.session.events.filter((/** @type {any} */ e) => e.type === 'user/message' && isWarning(e.data))
@@ -1171,7 +1161,7 @@ describe("token truth (DSH's TokenMeter mounted)", () => {
   const projected = (/** @type {any} */ root, /** @type {any} */ session) => root.sessionProjections.snapshot(session).values.contextBreakdown.messageTokens
 
   it("keeps the meter's projection equal to measure().surfaceTokens: the fold logs DSH's shadow price next to its replacement", async () => {
-    const { root, session, fold } = await meteredTurn(REPORT, probeTool, [callReply('p1', 'probe', { path: 'a.js' }), callReply('p2', 'probe', { path: 'b.js' })])
+    const { root, session, fold } = await meteredTurn(REPORT, probe, [callReply('p1', 'probe', { path: 'a.js' }), callReply('p2', 'probe', { path: 'b.js' })])
     assert.equal(fold.error, undefined)
     const { result, before, after } = fold
     assert.equal(fold.projectedAfter, after.surfaceTokens, 'the projection follows the fold')
@@ -1201,7 +1191,7 @@ describe("token truth (DSH's TokenMeter mounted)", () => {
   })
 
   it('prices a repaired fold too: the rewind that finishes a lost stamp returns the same tokensFreed', async () => {
-    const { root, session, fold, agent, dir } = await meteredTurn(REPORT, probeTool, [callReply('p1', 'probe', { path: 'a.js' })], { breakStamp: true })
+    const { root, session, fold, agent, dir } = await meteredTurn(REPORT, probe, [callReply('p1', 'probe', { path: 'a.js' })], { breakStamp: true })
     rmSync(dir)
     renameSync(`${dir}.away`, dir)
     assert.equal(fold.error, undefined)

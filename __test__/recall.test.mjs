@@ -13,7 +13,6 @@ import { describe, it } from 'node:test'
 
 import { compactCheckpointSource } from '@deepseek-ai/dsh-compaction'
 import { decodeStorageRecord } from '@deepseek-ai/dsh-session'
-import { defineTool } from '@deepseek-ai/dsh-tools'
 
 import { addon } from '../plugin/addon.js'
 import { writeCommit } from '../plugin/block-commit.js'
@@ -22,7 +21,7 @@ import { Checkpoint, INSTRUCTIONS, Rewind } from '../plugin/index.js'
 import Recall, { Config as RecallConfig, RECALL_ERROR_CODES, RecallError, parseArgs, recall } from '../plugin/recall.js'
 import { hintLine, recallHint, splitRecallHint } from '../plugin/recall-hint.js'
 import { logIndex, originalSeqs, regionTexts } from '../plugin/recall-log.js'
-import { ScriptedModel, Session, SessionBuilder, SessionId, bootHost, createUserMessage, protocolProblems, runTurn, say, tempStore } from './helpers/dsh.mjs'
+import { ScriptedModel, Session, SessionBuilder, SessionId, bootHost, createUserMessage, probeTool, protocolProblems, runTurn, say, tempStore } from './helpers/dsh.mjs'
 
 // ---- fixtures -------------------------------------------------------------------------------
 
@@ -31,18 +30,7 @@ const REPORT = '## Findings\nThe parser drops the last token before a trailing c
 const fileText = (/** @type {string} */ p) =>
   Array.from({ length: 40 }, (_, i) => (i === 27 ? `${p}:28: ERROR E0425 cannot find value \`tail\` in this scope` : `${p}:${i + 1}: line ${i + 1} of ${p}`)).join('\n')
 
-const probeTool = defineTool({
-  name: 'probe',
-  description: 'Read a file.',
-  parameters: { path: { type: 'string', description: 'The file.' } },
-  output: {
-    schema: { type: 'object', properties: { text: { type: 'string' } }, additionalProperties: false },
-    render: (/** @type {any} */ _args, /** @type {any} */ value) => [{ type: 'text', text: value.text }],
-  },
-  async execute(/** @type {any} */ args) {
-    return { text: fileText(args.path ?? 'nothing') }
-  },
-})
+const probe = probeTool(fileText)
 
 const isReportRequest = (/** @type {any} */ options) => Object.values(INSTRUCTIONS).includes(options.messages.at(-1)?.content?.[0]?.text)
 const textOf = (/** @type {any} */ m) =>
@@ -65,7 +53,7 @@ async function setup(replies, { recall: recallConfig = {}, mountRecall = true, r
   await root.plugin(Checkpoint, { store: tempStore() })
   await root.plugin(Rewind, rewind)
   if (mountRecall) await root.plugin(Recall, recallConfig)
-  root.tools.register(probeTool)
+  root.tools.register(probe)
   return { root, model, agentRequests: () => model.requests.filter((r) => !isReportRequest(r)) }
 }
 

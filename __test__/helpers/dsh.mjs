@@ -26,12 +26,31 @@ const { Context } = await import('@deepseek-ai/cordis')
 const { LlmRuntime, LlmAdapter, CallId, ReasoningEffortId, createUserMessage, createAssistantMessage, createToolResultMessage } =
   await import('@deepseek-ai/dsh-llm')
 const { SessionStore, Session, SessionId } = await import('@deepseek-ai/dsh-session')
-const { ToolRuntime } = await import('@deepseek-ai/dsh-tools')
+const { ToolRuntime, defineTool } = await import('@deepseek-ai/dsh-tools')
 const { SystemPrompt } = await import('@deepseek-ai/dsh-system-prompt')
 const { AgentRegistry } = await import('@deepseek-ai/dsh-agent')
 const { AgentLoop } = await import('@deepseek-ai/dsh-agent-loop')
 
 export { Context, Session, SessionId, CallId, createUserMessage, createAssistantMessage, createToolResultMessage }
+
+/**
+ * A real exploration tool for agent turns: `probe({path})` returns `contents(path)` as its text.
+ * @param {(path: string) => string} contents
+ */
+export function probeTool(contents) {
+  return defineTool({
+    name: 'probe',
+    description: 'Read a file.',
+    parameters: { path: { type: 'string', description: 'The file.' } },
+    output: {
+      schema: { type: 'object', properties: { text: { type: 'string' } }, additionalProperties: false },
+      render: (/** @type {any} */ _args, /** @type {any} */ value) => [{ type: 'text', text: value.text }],
+    },
+    async execute(/** @type {any} */ args) {
+      return { text: contents(args.path ?? 'nothing') }
+    },
+  })
+}
 
 /** A fresh checkpoint store path in a temp dir. */
 export const tempStore = () => path.join(mkdtempSync(path.join(tmpdir(), 'dsh-fold-')), 'storages', 'checkpoint.json')

@@ -271,6 +271,26 @@ fn drive(store: &Store, host: &mut Host) -> fold_core::Result<FoldResult> {
     drive_session(store, SESSION, host, RewindOptions::default())
 }
 
+/// A fold of the session's mark driven through its commit (report "r"), and the step after it.
+fn committed(store: &Store, host: &mut Host) -> (Rewind, Step) {
+    let (mut rewind, _) = Rewind::begin(SESSION, mark_of(store, SESSION), RewindOptions::default()).unwrap();
+    let Step::Summarize { .. } = rewind.snapshot(&host.words()).unwrap() else {
+        panic!("a summary is asked next")
+    };
+    let Step::Commit(plan) = rewind
+        .summarized(Summary {
+            text: "r".into(),
+            ..Summary::default()
+        })
+        .unwrap()
+    else {
+        panic!("a commit is asked next")
+    };
+    let answer = host.commit(&plan);
+    let step = rewind.committed(answer).unwrap();
+    (rewind, step)
+}
+
 fn retries(n: u32) -> RewindOptions {
     RewindOptions {
         max_summarization_retries: n,
@@ -699,21 +719,8 @@ fn an_abort_once_committed_is_ignored() {
     let _serial = serial();
     let (_dir, store, mark_id) = marked();
     let mut host = exploration();
-    let (mut rewind, _) = Rewind::begin(SESSION, mark_of(&store, SESSION), RewindOptions::default()).unwrap();
-    let Step::Summarize { .. } = rewind.snapshot(&host.words()).unwrap() else {
-        panic!()
-    };
-    let Step::Commit(plan) = rewind
-        .summarized(Summary {
-            text: "r".into(),
-            ..Summary::default()
-        })
-        .unwrap()
-    else {
-        panic!()
-    };
-    let answer = host.commit(&plan);
-    assert_eq!(rewind.committed(answer).unwrap(), Step::Stamp { mark_id });
+    let (mut rewind, step) = committed(&store, &mut host);
+    assert_eq!(step, Step::Stamp { mark_id });
     rewind.abort().expect("the fold has happened: the abort is ignored");
     assert!(matches!(
         rewind.stamped(store.complete_fold(SESSION, mark_id)).unwrap(),
@@ -906,21 +913,7 @@ fn a_stamp_that_finds_the_mark_gone_still_returns_the_fold() {
     let _serial = serial();
     let (_dir, store, mark_id) = marked();
     let mut host = exploration();
-    let (mut rewind, _) = Rewind::begin(SESSION, mark_of(&store, SESSION), RewindOptions::default()).unwrap();
-    let Step::Summarize { .. } = rewind.snapshot(&host.words()).unwrap() else {
-        panic!()
-    };
-    let Step::Commit(plan) = rewind
-        .summarized(Summary {
-            text: "r".into(),
-            ..Summary::default()
-        })
-        .unwrap()
-    else {
-        panic!()
-    };
-    let answer = host.commit(&plan);
-    rewind.committed(answer).unwrap();
+    let (mut rewind, _) = committed(&store, &mut host);
     // `complete_fold` answers false: the mark is no longer the latest active one.
     let Step::Done(result) = rewind.stamped(Ok(false)).unwrap() else {
         panic!("done")
