@@ -13,13 +13,11 @@
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import path from 'node:path'
 import { describe, it } from 'node:test'
 
-const require = createRequire(import.meta.url)
-const addonPath = path.resolve(import.meta.dirname, '..')
-const fold = require(addonPath)
+import { addon as fold, addonPath } from '../plugin/addon.js'
+
 const fixtureDir = path.join(import.meta.dirname, 'fixtures', 'report')
 
 const SECTIONS = {

@@ -3,14 +3,12 @@
 import assert from 'node:assert/strict'
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { describe, it } from 'node:test'
 
-const require = createRequire(import.meta.url)
-const addonPath = path.resolve(import.meta.dirname, '..')
-const fold = require(addonPath)
+import { addon as fold, addonPath } from '../plugin/addon.js'
+
 
 const tempStore = () => path.join(mkdtempSync(path.join(tmpdir(), 'dsh-fold-store-')), 'storages', 'checkpoint.json')
 const rejectsWith = (promise, code) => assert.rejects(promise, (e) => { assert.equal(e.code, code, e.message); assert.ok(fold.isFoldError(e)); return true })

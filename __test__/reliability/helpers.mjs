@@ -16,15 +16,14 @@
 import assert from 'node:assert/strict'
 import { spawn, spawnSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-const require = createRequire(import.meta.url)
-export const addonPath = path.resolve(import.meta.dirname, '..', '..')
-/** @type {typeof import('../../index.js')} */
-export const fold = require(addonPath)
+import { addon as fold, addonPath } from '../../plugin/addon.js'
+
+export { addonPath, fold }
+
 export const HELPERS = fileURLToPath(import.meta.url)
 
 // ---- temp places ---------------------------------------------------------------------------
