@@ -9,24 +9,9 @@
 import { mkdirSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 
-const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
-  let c = n
-  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1
-  return c >>> 0
-})
-
-/** CRC-32 (IEEE). @param {Buffer} bytes */
-function crc32(bytes) {
-  let c = 0xffffffff
-  for (const b of bytes) c = CRC_TABLE[(c ^ b) & 0xff] ^ (c >>> 8)
-  return (c ^ 0xffffffff) >>> 0
-}
-
-/** One journal line for `value`. @param {unknown} value */
-export function journalLine(value) {
-  const json = Buffer.from(JSON.stringify(value))
-  return Buffer.concat([Buffer.from(`${crc32(json).toString(16).padStart(8, '0')} `), json, Buffer.from('\n')])
-}
+// The journal's line format (`<crc32> <json>\n`) is the reliability suite's, which checks it
+// against the store's own reader.
+import { journalLine } from '../../__test__/reliability/helpers.mjs'
 
 /**
  * @typedef {{id: number, sessionId: string, logLength: number, objective?: string, createdAt: number, foldedAt: number | null}} Mark
