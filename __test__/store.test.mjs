@@ -2,7 +2,7 @@
 // unchanged bytes on bad files, marks seen by a new process, two processes at once.
 import assert from 'node:assert/strict'
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { describe, it } from 'node:test'
@@ -185,12 +185,24 @@ describe('bad files are named, classified and left byte-for-byte unchanged', () 
       return
     }
     // root reads every file: drop to nobody (uid/gid 65534) in a child, with the directories
-    // on the way traversable for it.
-    const probe = spawnSync(process.execPath, ['-e', `require(${JSON.stringify(addonPath)})`], { uid: 65534, gid: 65534, encoding: 'utf8' })
-    if (probe.status !== 0) return t.skip(`running as root, and user nobody cannot load the addon from ${addonPath} to check as non-root: ${(probe.stderr || String(probe.error)).trim().split('\n')[0]}`)
+    // on the way traversable for it. The checkout may sit under a private directory (mktemp -d
+    // makes them 0700), so nobody loads a copy of the loader and the binaries beside it from a
+    // directory it can read (an installed package's binary is in another package: then the
+    // original path is tried).
+    const readable = mkdtempSync(path.join(tmpdir(), 'dsh-fold-nobody-'))
+    chmodSync(readable, 0o755)
+    t.after(() => rmSync(readable, { recursive: true, force: true }))
+    const root = path.dirname(addonPath)
+    for (const f of readdirSync(root).filter((f) => f === 'index.js' || /^dsh-fold\..*\.node$/.test(f))) copyFileSync(path.join(root, f), path.join(readable, f))
+    const loads = (/** @type {string} */ from) => spawnSync(process.execPath, ['-e', `require(${JSON.stringify(from)})`], { uid: 65534, gid: 65534, encoding: 'utf8' })
+    const loader = [path.join(readable, 'index.js'), addonPath].find((from) => loads(from).status === 0)
+    if (!loader) {
+      const probe = loads(addonPath)
+      return t.skip(`running as root, and user nobody cannot load the addon from ${addonPath} to check as non-root: ${(probe.stderr || String(probe.error)).trim().split('\n')[0]}`)
+    }
     chmodSync(path.dirname(store), 0o755)
     chmodSync(path.dirname(path.dirname(store)), 0o755)
-    const script = `require(${JSON.stringify(addonPath)}).mark(${JSON.stringify(store)}, 's', 1).then(
+    const script = `require(${JSON.stringify(loader)}).mark(${JSON.stringify(store)}, 's', 1).then(
       () => process.stdout.write('resolved'), (e) => process.stdout.write(JSON.stringify({ code: e.code, message: e.message })))`
     const out = execFileSync(process.execPath, ['-e', script], { uid: 65534, gid: 65534, encoding: 'utf8' })
     const e = JSON.parse(out)

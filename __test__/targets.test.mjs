@@ -9,7 +9,8 @@
  */
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
+import { chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { createRequire } from 'node:module'
 import path from 'node:path'
 import { describe, it } from 'node:test'
@@ -172,10 +173,18 @@ describe('a tool this machine cannot install is reported as such, not as a failu
   const root = process.getuid?.() === 0
   const setpriv = spawnSync('setpriv', ['--version']).status === 0
   const why = !root ? 'needs root, to drop to the user nobody' : !setpriv ? 'needs setpriv (util-linux) to drop to the user nobody' : false
+  const asNobody = (/** @type {string[]} */ command) => spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', ...command], { encoding: 'utf8', env: { ...process.env, HOME: '/tmp' } })
 
   it('a missing Debian package for a user without root or sudo: ToolUnavailable naming the packages', { skip: why }, () => {
-    const script = `import(${JSON.stringify(path.join(ROOT, 'scripts', 'target-tools.mjs'))}).then((m) => { try { m.ensureApt(['dsh-fold-no-such-package']); console.log('installed?') } catch (e) { console.log(e.name + ': ' + e.message) } })`
-    const r = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, '-e', script], { encoding: 'utf8', env: { ...process.env, HOME: '/tmp' } })
+    // nobody runs a copy of the two modules in a directory it can read: the checkout may sit under
+    // a private one (mktemp -d makes them 0700).
+    const dir = mkdtempSync(path.join(tmpdir(), 'dsh-fold-nobody-'))
+    chmodSync(dir, 0o755)
+    for (const f of ['target-tools.mjs', 'targets.mjs']) copyFileSync(path.join(ROOT, 'scripts', f), path.join(dir, f))
+    const tools = path.join(dir, 'target-tools.mjs')
+    const script = `import(${JSON.stringify(tools)}).then((m) => { try { m.ensureApt(['dsh-fold-no-such-package']); console.log('installed?') } catch (e) { console.log(e.name + ': ' + e.message) } })`
+    const r = asNobody([process.execPath, '-e', script])
+    rmSync(dir, { recursive: true, force: true })
     assert.equal(r.status, 0, r.stderr)
     assert.equal(r.stdout.trim(), 'ToolUnavailable: Debian packages dsh-fold-no-such-package are missing and this user can neither apt-get (not root) nor sudo without a password')
   })
