@@ -8,7 +8,7 @@ import path from 'node:path'
 import { describe, it } from 'node:test'
 import { Worker } from 'node:worker_threads'
 
-import { addon, addonPath } from '../plugin/addon.js'
+import { addon, addonPath } from '../plugin/shared/addon.js'
 import { tempStore } from './helpers/dsh.mjs'
 
 const fold = addon

@@ -8,8 +8,8 @@ import { createRequire } from 'node:module'
 import path from 'node:path'
 import { describe, it } from 'node:test'
 
-import { blockSnapshot, describeBlockSession } from '../plugin/block-surface.js'
-import { surfaceSnapshot } from '../plugin/surface.js'
+import { blockSnapshot, describeBlockSession } from '../plugin/block/surface.js'
+import { surfaceSnapshot } from '../plugin/shared/surface.js'
 import { SessionBuilder, createUserMessage, protocolProblems, tempStore } from './helpers/dsh.mjs'
 
 const require = createRequire(import.meta.url)

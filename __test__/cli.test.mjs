@@ -19,7 +19,7 @@ import path from 'node:path'
 import { describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 
-import { addon } from '../plugin/addon.js'
+import { addon } from '../plugin/shared/addon.js'
 
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 const BIN = path.join(ROOT, 'bin', 'dsh-fold.mjs')

@@ -17,7 +17,7 @@ import { Session, SessionId } from '@deepseek-ai/dsh-session'
 import { SystemPrompt } from '@deepseek-ai/dsh-system-prompt'
 import { ToolRuntime } from '@deepseek-ai/dsh-tools'
 
-import { addon } from '../plugin/addon.js'
+import { addon } from '../plugin/shared/addon.js'
 import {
   Checkpoint,
   REWIND_GUARD_SOURCE,

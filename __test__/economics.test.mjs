@@ -15,11 +15,11 @@ import { TokenMeter } from '@deepseek-ai/dsh-token-meter'
 import { defineTool } from '@deepseek-ai/dsh-tools'
 
 import { DEFAULT_PRICES, findFolds, walkRequests } from '../bin/economics.mjs'
-import { addon } from '../plugin/addon.js'
-import { writeCommit } from '../plugin/block-commit.js'
-import { blockSnapshot } from '../plugin/block-surface.js'
+import { addon } from '../plugin/shared/addon.js'
+import { writeCommit } from '../plugin/block/commit.js'
+import { blockSnapshot } from '../plugin/block/surface.js'
 import { Checkpoint, INSTRUCTIONS, Recall, Rewind } from '../plugin/index.js'
-import { splitRecallHint } from '../plugin/recall-hint.js'
+import { splitRecallHint } from '../plugin/recall/hint.js'
 import { Context, ScriptedModel, Session, SessionBuilder, SessionId, bootHost, createUserMessage, runTurn, say, tempStore } from './helpers/dsh.mjs'
 
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')

@@ -1,5 +1,5 @@
 // The addon's fold engine (`rewind`) driven by a JS host over REAL DeepSeek Harness Sessions:
-// the surface snapshot comes from plugin/surface.js, the replacement is a real `session.append`,
+// the surface snapshot comes from plugin/shared/surface.js, the replacement is a real `session.append`,
 // and every successful fold must leave a surface that a DSH session accepted and that an
 // OpenAI-compatible API would accept (every call answered, every result with its call).
 //
@@ -10,8 +10,8 @@ import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { describe, it } from 'node:test'
 
-import { addon } from '../plugin/addon.js'
-import { regionMessages, surfaceSnapshot } from '../plugin/surface.js'
+import { addon } from '../plugin/shared/addon.js'
+import { regionMessages, surfaceSnapshot } from '../plugin/shared/surface.js'
 import { CallId, Session, SessionBuilder, SessionId, createToolResultMessage, createUserMessage, protocolProblems, tempStore } from './helpers/dsh.mjs'
 
 const fold = addon
@@ -29,7 +29,7 @@ const output = (what) => `${what}: ${'fn parse(input: &str) -> Result<Ast> { /* 
 const REPORT = 'Report: the parser bug is an off-by-one in parse_list (src/parser.rs:120).'
 
 /**
- * The JS side of a fold, as plugin/rewind.js does it: snapshot from the real session, a scripted
+ * The JS side of a fold, as plugin/fold/rewind.js does it: snapshot from the real session, a scripted
  * async summarizer, and a synchronous commit that re-checks the region and appends the report.
  * @param {SessionBuilder} b
  * @param {{callId?: string, summarize?: (region: any, attempt: number) => any}} [options]

@@ -14,7 +14,7 @@ import { describe, it } from 'node:test'
 
 import { defineTool } from '@deepseek-ai/dsh-tools'
 
-import { addon } from '../plugin/addon.js'
+import { addon } from '../plugin/shared/addon.js'
 import { Checkpoint, CheckpointConfig, INSTRUCTIONS, Rewind, RewindConfig, isRewindReportSource } from '../plugin/index.js'
 import {
   CallId,

@@ -20,7 +20,7 @@ import { readdirSync } from 'node:fs'
 import path from 'node:path'
 import { describe, it } from 'node:test'
 
-import { addon as fold, addonPath } from '../plugin/addon.js'
+import { addon as fold, addonPath } from '../plugin/shared/addon.js'
 import { callsOf, loadSegments, mean, missing, regionFacts, retention, TRAJECTORY_DIR, visibleChars } from '../bin/report-facts.mjs'
 
 

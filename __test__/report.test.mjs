@@ -16,7 +16,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { describe, it } from 'node:test'
 
-import { addon as fold, addonPath } from '../plugin/addon.js'
+import { addon as fold, addonPath } from '../plugin/shared/addon.js'
 
 const fixtureDir = path.join(import.meta.dirname, 'fixtures', 'report')
 

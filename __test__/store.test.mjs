@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { describe, it } from 'node:test'
 
-import { addon as fold, addonPath } from '../plugin/addon.js'
+import { addon as fold, addonPath } from '../plugin/shared/addon.js'
 
 
 const tempStore = () => path.join(mkdtempSync(path.join(tmpdir(), 'dsh-fold-store-')), 'storages', 'checkpoint.json')

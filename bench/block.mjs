@@ -2,7 +2,7 @@
  * @module bench/block
  * Block mode, the planning half (issue 11): what a block summary costs to plan on a
  * 10,000-event session. Planning is one synchronous call path on the JS thread:
- * `blockSnapshot(session)` (plugin/block-surface.js: the v2 snapshot from per-event facts cached
+ * `blockSnapshot(session)` (plugin/block/surface.js: the v2 snapshot from per-event facts cached
  * per session) then `planBlockSummary(...)` (the addon: decode, validate, the rules). Target:
  * median ≤ 0.5 ms. The commit's four appends and the meter are the block plugin's figure:
  * `measureCommit` (bench/lib/block-commit.mjs), run after the planning shapes, `result.commit`.
@@ -44,9 +44,9 @@ import { pathToFileURL } from 'node:url'
 import { CallId, createAssistantMessage, createToolResultMessage, createUserMessage } from '@deepseek-ai/dsh-llm'
 import { Session, SessionId } from '@deepseek-ai/dsh-session'
 
-import { blockSnapshot } from '../plugin/block-surface.js'
-import { surfaceSnapshot } from '../plugin/surface.js'
-import { addon } from '../plugin/addon.js'
+import { blockSnapshot } from '../plugin/block/surface.js'
+import { surfaceSnapshot } from '../plugin/shared/surface.js'
+import { addon } from '../plugin/shared/addon.js'
 import { measureCommit, protocolValid } from './lib/block-commit.mjs'
 import { check, emit, load, log, parseArgs } from './lib/common.mjs'
 import { prng } from './lib/session.mjs'

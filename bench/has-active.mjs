@@ -3,7 +3,7 @@
  * Figure 2, the turn guard's store read (`hasActive` / `latestMark`, at every turn end).
  *
  * 1. Steady state, 10 to 100,000 marks stored: per-call latency from memory of
- *    `hasActiveSync`, async `hasActive` and async `latestMark` (what plugin/rewind.js's guard
+ *    `hasActiveSync`, async `hasActive` and async `latestMark` (what plugin/fold/rewind.js's guard
  *    calls). Store files are written directly in the store's layout (bench/lib/store-files.mjs),
  *    4 marks per session, half the sessions' newest mark folded; queries rotate over 256
  *    session ids (a third active, a third folded, a third unknown), the store given as the

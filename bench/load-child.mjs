@@ -2,7 +2,7 @@
  * @module bench/load-child
  * One fresh host-like process for figure 5 (bench/load.mjs runs it many times): the DSH
  * libraries a host has loaded anyway are imported first; then, by mode:
- * - `addon`: the addon through the package's one loader (plugin/addon.js: `require` of the
+ * - `addon`: the addon through the package's one loader (plugin/shared/addon.js: `require` of the
  *   generated `index.js`, which picks and dlopens the platform binary), its first sync call, its
  *   first async call (starts the addon's async runtime: a mark to a tmpfs store);
  * - `plugin`: the import of the whole plugin bundle instead;
@@ -33,7 +33,7 @@ const out = /** @type {Record<string, number>} */ ({ rss0: rss() })
 
 if (mode === 'cycles-stamp' || mode === 'cycles-fold') {
   const { explorationSurface, jsHost } = await import('../__test__/reliability/helpers.mjs')
-  const { addon } = await import('../plugin/addon.js')
+  const { addon } = await import('../plugin/shared/addon.js')
   const dir = mkdtempSync(path.join(process.platform === 'linux' ? '/dev/shm' : '/tmp', 'dsh-fold-cycles-'))
   const store = path.join(dir, 'checkpoint.json')
   const snapshot = explorationSurface(3, { steps: 2 })
@@ -69,7 +69,7 @@ if (mode === 'cycles-stamp' || mode === 'cycles-fold') {
   out.rssAfterImport = rss()
 } else {
   let t0 = clock()
-  const { addon } = await import('../plugin/addon.js')
+  const { addon } = await import('../plugin/shared/addon.js')
   out.requireMs = ms(t0, clock())
   out.rssAfterRequire = rss()
   t0 = clock()

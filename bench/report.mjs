@@ -24,7 +24,7 @@
  * also counts the waits for a core). The ratio of the 8 MB time to the 1 MB time per byte
  * shows whether time is linear. The baseline's JS (`JSON.parse` + head+tail) is timed alike.
  */
-import { addon } from '../plugin/addon.js'
+import { addon } from '../plugin/shared/addon.js'
 import { headTail, loadSegments, mean, missing, regionFacts, retention } from '../bin/report-facts.mjs'
 import { check, emit, load, log, parseArgs } from './lib/common.mjs'
 import { now, quiesce, summarize, us } from './lib/stats.mjs'

@@ -17,7 +17,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync 
 import { homedir, tmpdir } from 'node:os'
 import path from 'node:path'
 
-import { addon } from '../plugin/addon.js'
+import { addon } from '../plugin/shared/addon.js'
 
 const HELP = `dsh-fold — fold a DSH agent's finished exploration into a report
 
@@ -88,7 +88,7 @@ function parse(argv) {
 
 async function dsh() {
   try {
-    return { ...(await import('@deepseek-ai/dsh-session')), ...(await import('../plugin/surface.js')), ...(await import('../plugin/meter.js')), ...(await import('../plugin/host.js')) }
+    return { ...(await import('@deepseek-ai/dsh-session')), ...(await import('../plugin/shared/surface.js')), ...(await import('../plugin/shared/meter.js')), ...(await import('../plugin/fold/host.js')) }
   } catch (e) {
     throw new CliError(`this command needs @deepseek-ai/dsh-session (a DSH install provides it): ${/** @type {Error} */ (e).message}`, 65)
   }
@@ -106,7 +106,7 @@ async function demo(opts) {
     const store = path.join(dir, 'storages', 'checkpoint.json')
     const { session, rewindCallId, step } = await buildDemoSession((s) => addon.mark(store, s.id, s.seq, 'find why cargo test -p parser fails'))
     const before = { nodes: session.surface.nodes.length, chars: visible(session, visibleChars) }
-    const { extractiveSummarizer } = await import('../plugin/extractive.js')
+    const { extractiveSummarizer } = await import('../plugin/fold/extractive.js')
     const started = process.hrtime.bigint()
     const result = await addon.rewind(store, session.id, sessionHost(session, extractiveSummarizer({ session, language: /** @type {'en'|'zh'} */ (opts.lang) }), { callId: rewindCallId }))
     const ms = Number(process.hrtime.bigint() - started) / 1e6
@@ -134,7 +134,7 @@ async function demo(opts) {
 async function saveDemo(session, file, result, step) {
   if (!file.trim()) throw new CliError('--save needs a file path', 64)
   const { continueAfterFold } = await import('./demo-session.mjs')
-  const { renderResult } = await import('../plugin/rewind.js')
+  const { renderResult } = await import('../plugin/fold/rewind.js')
   continueAfterFold(session, renderResult({ ...result, report: 'extractive' }), step)
   const { SESSION_FORMAT_VERSION } = await dsh()
   const header = { type: 'session', version: SESSION_FORMAT_VERSION, id: session.id, createdAt: session.events[0]?.time ?? 0, cwd: '/work/app' }
@@ -147,8 +147,8 @@ async function saveDemo(session, file, result, step) {
 
 /** @param {ReturnType<typeof parse>} opts */
 async function marks(opts) {
-  const { defaultStorePath } = await import('../plugin/checkpoint.js').catch(() => ({ defaultStorePath: undefined }))
-  // The documented default, as plugin/checkpoint.js computes it (that import needs the DSH
+  const { defaultStorePath } = await import('../plugin/fold/checkpoint.js').catch(() => ({ defaultStorePath: undefined }))
+  // The documented default, as plugin/fold/checkpoint.js computes it (that import needs the DSH
   // packages); never a path relative to the working directory (an empty DSH_HOME or HOME).
   const store = /** @type {string} */ (opts.store ?? defaultStorePath?.() ?? path.join(process.env.DSH_HOME || path.join(homedir(), '.dsh'), 'storages', 'checkpoint.json'))
   if (!existsSync(store)) throw new CliError(`no checkpoint store at ${store}`, 66)
@@ -255,7 +255,7 @@ async function fold(opts) {
     anchor = /^\d+$/.test(String(opts.anchor)) ? Number(opts.anchor) : NaN
     if (!(anchor <= MAX_ANCHOR)) throw new CliError(`--anchor must be an integer from 0 to ${MAX_ANCHOR}`, 64)
   } else {
-    const { defaultStorePath } = await import('../plugin/checkpoint.js')
+    const { defaultStorePath } = await import('../plugin/fold/checkpoint.js')
     const store = /** @type {string} */ (opts.store ?? defaultStorePath())
     if (!existsSync(store)) throw new CliError(`no checkpoint store at ${store}; pass --store PATH or --anchor N`, 66)
     const mark = await addon.latestMark(store, header.id).catch(storeError)

@@ -34,9 +34,9 @@
  * Bills: input hit × hit price + input miss × miss price + output × output price, per 1M
  * tokens; defaults are DeepSeek's published list (see `DEFAULT_PRICES`).
  */
-import { isBlockCommitSource } from '../plugin/recall-log.js'
-import { splitRecallHint } from '../plugin/recall-hint.js'
-import { isRewindReportSource } from '../plugin/surface.js'
+import { isBlockCommitSource } from '../plugin/recall/log.js'
+import { splitRecallHint } from '../plugin/recall/hint.js'
+import { isRewindReportSource } from '../plugin/shared/surface.js'
 
 /**
  * DeepSeek API prices, USD per 1M tokens, deepseek-chat and deepseek-reasoner (DeepSeek-V3.1),
@@ -506,7 +506,7 @@ export async function runEconomics(opts, cli) {
       import('@deepseek-ai/dsh-token-meter'),
       import('@deepseek-ai/dsh-session'),
       import('@deepseek-ai/dsh-llm'),
-      import('../plugin/summarize.js'),
+      import('../plugin/fold/summarize.js'),
     ])
     const ctx = new Context()
     await ctx.plugin(TokenMeter)

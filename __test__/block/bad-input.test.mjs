@@ -8,7 +8,7 @@ import { before, describe, it } from 'node:test'
 
 import { defineTool } from '@deepseek-ai/dsh-tools'
 
-import Block from '../../plugin/block.js'
+import Block from '../../plugin/block/block.js'
 import { agentOn, blockCall, bootBlockHost, commitsOf, createUserMessage, dispatchesOf, prompt, resultOf, shape, stateOf, textOf, valueOf } from './harness.mjs'
 
 /** One sub-call as a program would make it; resolves the tool's final result. */

@@ -1,12 +1,12 @@
-// The four-event writer (`plugin/block-commit.js`) on real detached DSH Sessions: its shape,
+// The four-event writer (`plugin/block/commit.js`) on real detached DSH Sessions: its shape,
 // its body, and the rule that no path leaves a `compaction/start` without its end.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 
 import { TokenMeter } from '@deepseek-ai/dsh-token-meter'
 
-import { NO_METER_NOTE, priceNodes, summaryBody, writeCommit, writeFailure } from '../../plugin/block-commit.js'
-import { visibleChars } from '../../plugin/meter.js'
+import { NO_METER_NOTE, priceNodes, summaryBody, writeCommit, writeFailure } from '../../plugin/block/commit.js'
+import { visibleChars } from '../../plugin/shared/meter.js'
 import { SessionBuilder } from '../helpers/dsh.mjs'
 
 /** A session with two block calls and their results: user(0..) A-call, result, B-call, result. */

@@ -28,7 +28,7 @@ import { SystemPrompt } from '@deepseek-ai/dsh-system-prompt'
 import { TokenMeter } from '@deepseek-ai/dsh-token-meter'
 import { ToolRuntime, defineTool } from '@deepseek-ai/dsh-tools'
 
-import Block from '../../plugin/block.js'
+import Block from '../../plugin/block/block.js'
 
 export { Block, SessionId, createUserMessage }
 

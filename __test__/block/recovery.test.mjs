@@ -10,7 +10,7 @@ import { describe, it } from 'node:test'
 import { adoptSessionEvent, interruptedTurnClosers } from '@deepseek-ai/dsh-session'
 import { defineTool } from '@deepseek-ai/dsh-tools'
 
-import Block from '../../plugin/block.js'
+import Block from '../../plugin/block/block.js'
 import { agentOn, assertMeterAgrees, blockCall, bootBlockHost, commitsOf, dispatchesOf, prompt, textOf, valueOf } from './harness.mjs'
 
 const SUMMARY = 'alpha needs 1.21 GW; the build id is ZEBRA-42.'

@@ -15,7 +15,7 @@
  *
  * Requests of one run fall in three classes: session-title requests (`isTitleRequest`),
  * report requests (the rewind summarizer's call: its last message is the report
- * instruction of `plugin/summarize.js`), and agent requests (everything else, scripted in
+ * instruction of `plugin/fold/summarize.js`), and agent requests (everything else, scripted in
  * order). Set DSH_FOLD_SKIP_E2E=1 to skip the suite; DSH_E2E_ECHO=1 echoes the host's output.
  */
 import assert from 'node:assert/strict'
@@ -27,7 +27,7 @@ import { fileURLToPath } from 'node:url'
 
 import { execFileSync } from 'node:child_process'
 
-import { hintLine } from '../../plugin/recall-hint.js'
+import { hintLine } from '../../plugin/recall/hint.js'
 import { pack, verifyInstall } from '../../scripts/pack.mjs'
 import { readStoreFile } from '../reliability/helpers.mjs'
 import { ensureHost } from './harness/install.mjs'
@@ -36,7 +36,7 @@ import { isTitleRequest, sequence, startModelServer } from './harness/model-serv
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const SKIP = process.env.DSH_FOLD_SKIP_E2E ? 'DSH_FOLD_SKIP_E2E is set: the end-to-end suite (real DSH host) is skipped' : false
-/** The first words of the report instruction (`INSTRUCTIONS` in plugin/summarize.js, en and zh). */
+/** The first words of the report instruction (`INSTRUCTIONS` in plugin/fold/summarize.js, en and zh). */
 const REPORT_INSTRUCTION = /^(Write a report that will replace the exploration above|请撰写一份报告，用来在你的上下文中替换上面的探索过程)/
 const HOST_RUN_MS = 150_000
 const TEST_MS = 240_000

@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-import { addon as fold, addonPath } from '../../plugin/addon.js'
+import { addon as fold, addonPath } from '../../plugin/shared/addon.js'
 
 export { addonPath, fold }
 

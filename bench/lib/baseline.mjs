@@ -31,7 +31,7 @@ import { toolPairingBalancedAfter, toolPairingBalancedBefore } from '@deepseek-a
 import { createUserMessage } from '@deepseek-ai/dsh-llm'
 import { deriveEventMessage } from '@deepseek-ai/dsh-session'
 
-import { visibleChars } from '../../plugin/meter.js'
+import { visibleChars } from '../../plugin/shared/meter.js'
 
 class RefError extends Error {
   /** @param {string} code @param {string} message */

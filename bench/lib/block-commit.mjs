@@ -27,8 +27,8 @@ import { compactCheckpointSource } from '@deepseek-ai/dsh-compaction'
 import { createUserMessage } from '@deepseek-ai/dsh-llm'
 import { TokenMeter } from '@deepseek-ai/dsh-token-meter'
 
-import { writeCommit } from '../../plugin/block-commit.js'
-import { blockSnapshot } from '../../plugin/block-surface.js'
+import { writeCommit } from '../../plugin/block/commit.js'
+import { blockSnapshot } from '../../plugin/block/surface.js'
 import { check, log } from './common.mjs'
 import { now, quiesce, summarize, us } from './stats.mjs'
 

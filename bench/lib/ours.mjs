@@ -1,15 +1,15 @@
 /**
  * @module bench/lib/ours
  * dsh-fold's fold through the plugin's real path: the addon's `rewind` (from the package's
- * `index.js`) over `plugin/host.js` `sessionHost` — `plugin/surface.js` `surfaceSnapshot`
+ * `index.js`) over `plugin/fold/host.js` `sessionHost` — `plugin/shared/surface.js` `surfaceSnapshot`
  * for the snapshot, and a `commit` that re-snapshots, checks `planMatches` and appends the
- * replacement with `session.append` — exactly what `plugin/rewind.js` passes, minus cordis
+ * replacement with `session.append` — exactly what `plugin/fold/rewind.js` passes, minus cordis
  * and the summarizer choice. The benchmark's summarizer answers at once; it derives the
  * region's messages with `regionMessages` first, as the plugin's real summarizers do.
  */
-import { addon } from '../../plugin/addon.js'
-import { sessionHost } from '../../plugin/host.js'
-import { regionMessages } from '../../plugin/surface.js'
+import { addon } from '../../plugin/shared/addon.js'
+import { sessionHost } from '../../plugin/fold/host.js'
+import { regionMessages } from '../../plugin/shared/surface.js'
 
 export { addon }
 

@@ -1,6 +1,6 @@
 //! The one visible-chars meter of the core: sizes are counted as the JS host counts them
 //! (`string.length`, UTF-16 code units), so every size the core compares or returns is in the
-//! host's unit. The host side of the same meter is `plugin/meter.js`.
+//! host's unit. The host side of the same meter is `plugin/shared/meter.js`.
 
 /// The length JS reports for `text`: UTF-16 code units (one per char, two for a char outside
 /// the Basic Multilingual Plane, i.e. one encoded in 4 bytes of UTF-8).

@@ -65,7 +65,7 @@
 //! that anchor can reach — from the first node standing for an event at or after the anchor, back
 //! to the call of any result after it, and including the current step's node and any report
 //! appended after the anchor — and may leave `chars` 0 outside it: no region from that anchor
-//! reads them (`plugin/surface.js` does both; a test compares every anchor against the whole
+//! reads them (`plugin/shared/surface.js` does both; a test compares every anchor against the whole
 //! surface).
 
 use std::collections::HashMap;

@@ -1,5 +1,5 @@
 /**
- * @module plugin/summarize
+ * @module plugin/fold/summarize
  * The report call: one `ctx.llm.stream` request that condenses a folded region.
  *
  * The request starts with the session's own system prompt and tool schemas exactly as the
@@ -13,7 +13,7 @@
  */
 import { BlockAssembler, createUserMessage } from '@deepseek-ai/dsh-llm'
 
-import { regionMessages } from './surface.js'
+import { regionMessages } from '../shared/surface.js'
 
 /** dsh-llm's `EMPTY_RESPONSE_CODE`, spelled out so the plugin loads on versions that do not export it. */
 const EMPTY_RESPONSE = 'EMPTY_RESPONSE'

@@ -1,10 +1,10 @@
 /**
- * @module plugin/extractive
+ * @module plugin/fold/extractive
  * Reports without a model: the addon's deterministic extractive generator over the region's
  * messages, and the fallback that uses it when the LLM report fails or stays empty.
  */
-import { addon } from './addon.js'
-import { regionMessages } from './surface.js'
+import { addon } from '../shared/addon.js'
+import { regionMessages } from '../shared/surface.js'
 import { isMisconfiguration } from './summarize.js'
 
 /**

@@ -1,5 +1,5 @@
 /**
- * @module plugin/rewind
+ * @module plugin/fold/rewind
  * `ctx.rewind`, the model-facing `rewind` tool and the turn guard: a drop-in for
  * `@dpskh/tool-rewind` over the dsh-fold addon.
  *
@@ -20,14 +20,14 @@ import { createUserMessage } from '@deepseek-ai/dsh-llm'
 import { defineTool } from '@deepseek-ai/dsh-tools'
 import Schema from '@deepseek-ai/schemastery'
 
-import { addon } from './addon.js'
-import { toToolError } from './errors.js'
+import { addon } from '../shared/addon.js'
+import { toToolError } from '../shared/errors.js'
 import { extractiveSummarizer, fallbackSummarizer } from './extractive.js'
 import { llmSummarizer } from './summarize.js'
 import { sessionHost } from './host.js'
-import { recallHint } from './recall-hint.js'
-import { nodesTokens } from './meter.js'
-import { REWIND_GUARD_SOURCE, REWIND_REPORT_SOURCE, eventLog, isRewindReportSource } from './surface.js'
+import { recallHint } from '../recall/hint.js'
+import { nodesTokens } from '../shared/meter.js'
+import { REWIND_GUARD_SOURCE, REWIND_REPORT_SOURCE, eventLog, isRewindReportSource } from '../shared/surface.js'
 
 export { REWIND_GUARD_SOURCE, REWIND_REPORT_SOURCE, isRewindReportSource }
 
@@ -78,7 +78,7 @@ export function renderResult(r) {
 
 /**
  * Tokens a fold already on the surface freed: its sources' prices minus its report's.
- * @param {import('./meter.js').TokenMeter} meter @param {any} session @param {number} markId
+ * @param {import('../shared/meter.js').TokenMeter} meter @param {any} session @param {number} markId
  */
 function repairedTokensFreed(meter, session, markId) {
   const log = eventLog(session)
@@ -108,7 +108,7 @@ export default class RewindService extends Service {
    */
   unfoldable = new Map()
 
-  /** @type {import('./meter.js').TokenMeter | undefined} DSH's `ctx.tokenMeter`, while mounted */
+  /** @type {import('../shared/meter.js').TokenMeter | undefined} DSH's `ctx.tokenMeter`, while mounted */
   meter = undefined
 
   /** @param {any} ctx @param {RewindConfig} config */

@@ -1,5 +1,5 @@
 /**
- * @module plugin/checkpoint
+ * @module plugin/fold/checkpoint
  * `ctx.checkpoint` and the model-facing `checkpoint` tool: a drop-in for
  * `@dpskh/tool-checkpoint` (same service name, tool name, config keys and result shape).
  *
@@ -16,9 +16,9 @@ import { Service } from '@deepseek-ai/cordis'
 import { defineTool } from '@deepseek-ai/dsh-tools'
 import Schema from '@deepseek-ai/schemastery'
 
-import { addon } from './addon.js'
-import { toToolError } from './errors.js'
-import { describeSession } from './surface.js'
+import { addon } from '../shared/addon.js'
+import { toToolError } from '../shared/errors.js'
+import { describeSession } from '../shared/surface.js'
 
 /**
  * @typedef {object} CheckpointConfig

@@ -1,5 +1,5 @@
 /**
- * @module plugin/recall-log
+ * @module plugin/recall/log
  * What a session's own log says was folded, for the `recall` tool. The append-only log keeps
  * every original event; a fold only appends a replacement `user/message` whose
  * `sourceEventSeqs` name what it shadowed. Two producers are recalled:
@@ -18,7 +18,7 @@
  * The index is built once per session and caught up incrementally, like `surface.js`; it
  * reads only `eventLog(session)` — never another session, never a file.
  */
-import { eventLog, isRewindReportSource } from './surface.js'
+import { eventLog, isRewindReportSource } from '../shared/surface.js'
 
 const MESSAGE_TYPES = new Set(['user/message', 'assistant/message', 'tool/result'])
 
@@ -32,7 +32,7 @@ const MESSAGE_TYPES = new Set(['user/message', 'assistant/message', 'tool/result
  * @property {string[]} [remaining] a block commit's inherited ids
  */
 
-/** A block commit's source (what `plugin/block.js` writes). @param {any} source */
+/** A block commit's source (what `plugin/block/block.js` writes). @param {any} source */
 export function isBlockCommitSource(source) {
   return (
     typeof source === 'object' &&

@@ -1,5 +1,5 @@
 /**
- * @module plugin/block-surface
+ * @module plugin/block/surface
  * Describes a real DSH `Session`'s surface to the block planner: the version 2 snapshot (one
  * `Uint32Array`, format documented in `crates/fold-core/src/surface.rs`) that the addon's
  * `planBlockSummary` reads. Block ids travel inside it as their UTF-16 code units, so no string
@@ -23,8 +23,8 @@
  * is a surface event of a type other than `user/message`, `assistant/message`, `tool/result`
  * (a host's own system-message event); `options.isProtected(event)` replaces that rule.
  */
-import { blockIdsOrNone } from './block-args.js'
-import { eventLog } from './surface.js'
+import { blockIdsOrNone } from './args.js'
+import { eventLog } from '../shared/surface.js'
 
 const FORMAT = 2
 const OPEN_COMPACTION = 1

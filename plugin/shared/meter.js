@@ -1,5 +1,5 @@
 /**
- * @module plugin/meter
+ * @module plugin/shared/meter
  * What a region weighs, in the plugin's two units, in one place: model-visible chars (the
  * reference's yardstick, always) and tokens as DSH's own `ctx.tokenMeter` prices them (when a
  * meter is mounted: the shrink check and `tokensFreed` then use tokens, and the fold logs DSH's

@@ -1,5 +1,5 @@
 /**
- * @module plugin/addon
+ * @module plugin/shared/addon
  * The native addon, loaded once for every user of it: the plugins, the `dsh-fold` command, the
  * tests and the benchmarks all import it from here. The addon's generated loader (`index.js`,
  * CommonJS) picks the platform binary, so ESM reaches it through `createRequire`. `addonPath`
@@ -10,7 +10,7 @@ import { createRequire } from 'node:module'
 const require = createRequire(import.meta.url)
 
 /** The addon's generated loader (`index.js`). */
-export const addonPath = require.resolve('../index.js')
+export const addonPath = require.resolve('../../index.js')
 
-/** @type {typeof import('../index.js')} */
+/** @type {typeof import('../../index.js')} */
 export const addon = require(addonPath)

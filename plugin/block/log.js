@@ -1,5 +1,5 @@
 /**
- * @module plugin/block-log
+ * @module plugin/block/log
  * What block mode needs to know about a session, read from its append-only log and nowhere
  * else: the open turn (a compaction bracket belongs to it), an unmatched `compaction/start`
  * (the durable compaction lock), the route of the latest model request, and the summary
@@ -14,8 +14,8 @@
  *
  * The reading is incremental: each event is looked at once, when the state catches up.
  */
-import { blockIdsOrNone } from './block-args.js'
-import { eventLog } from './surface.js'
+import { blockIdsOrNone } from './args.js'
+import { eventLog } from '../shared/surface.js'
 
 /**
  * @typedef {object} SummaryRequest

@@ -1,5 +1,5 @@
 /**
- * @module plugin/block-commit
+ * @module plugin/block/commit
  * Writes a block summary into a session, in DSH's own compaction vocabulary, as four events
  * appended synchronously one after the other (nothing can run between them):
  *
@@ -28,8 +28,8 @@ import { randomUUID } from 'node:crypto'
 import { compactCheckpointSource } from '@deepseek-ai/dsh-compaction'
 import { errorChain } from '@deepseek-ai/dsh-llm'
 
-import { visibleChars } from './meter.js'
-import { eventLog } from './surface.js'
+import { visibleChars } from '../shared/meter.js'
+import { eventLog } from '../shared/surface.js'
 
 /** Characters per token of the fallback price (DSH's meter uses the same density). */
 const CHARS_PER_TOKEN = 4
@@ -53,7 +53,7 @@ const FRAME = {
 /**
  * The replacement's text.
  * @param {string} summary @param {string[]} remaining @param {'en' | 'zh'} language
- * @param {string} [hint] appended after the summary, inside the tags (the recall hint, plugin/recall-hint.js)
+ * @param {string} [hint] appended after the summary, inside the tags (the recall hint, plugin/recall/hint.js)
  */
 export function summaryBody(summary, remaining, language = 'en', hint = '') {
   const frame = FRAME[language] ?? FRAME.en
@@ -92,7 +92,7 @@ export function priceNodes(session, seqs, meter) {
 
 /**
  * @typedef {object} CommitInput
- * @property {import('../index.js').BlockCommitPlan} plan the planner's answer
+ * @property {import('../../index.js').BlockCommitPlan} plan the planner's answer
  * @property {string} summary the model's text
  * @property {number} requestSeq
  * @property {{provider: string, model: string} | undefined} route the request that wrote the summary

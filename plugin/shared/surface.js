@@ -1,5 +1,5 @@
 /**
- * @module plugin/surface
+ * @module plugin/shared/surface
  * Describes a real DSH `Session`'s surface to the fold engine (the snapshot format is
  * documented in `crates/fold-core/src/surface.rs`), and reads back the messages of a region.
  *
@@ -12,7 +12,7 @@
 
 import { visibleChars } from './meter.js'
 
-// Kept importable from here: block mode (plugin/block-commit.js) and its tests read it from this module.
+// Kept importable from here: block mode (plugin/block/commit.js) and its tests read it from this module.
 export { visibleChars }
 
 const NONE = 0xffff_ffff

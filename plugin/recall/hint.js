@@ -1,5 +1,5 @@
 /**
- * @module plugin/recall-hint
+ * @module plugin/recall/hint
  * The one line that ends a fold's report and a block summary when the `recall` tool is
  * mounted: the model learns that the folded details are not gone and exactly how to get them
  * back. Producers call `recallHint(ctx, target, language)` when they build the replacement's

@@ -1,5 +1,5 @@
 /**
- * @module plugin/host
+ * @module plugin/fold/host
  * The `RewindHost` over a real DSH `Session`: what the addon's `rewind` calls back.
  * `commit` is the one synchronous step of a fold: re-check the region (`planMatches` on a fresh
  * snapshot, unless the log has not grown since the first one), append the replacement; nothing
@@ -7,9 +7,9 @@
  */
 import { createUserMessage } from '@deepseek-ai/dsh-llm'
 
-import { addon } from './addon.js'
-import { nodesTokens } from './meter.js'
-import { REWIND_REPORT_SOURCE, eventLog, surfaceSnapshot } from './surface.js'
+import { addon } from '../shared/addon.js'
+import { nodesTokens } from '../shared/meter.js'
+import { REWIND_REPORT_SOURCE, eventLog, surfaceSnapshot } from '../shared/surface.js'
 
 /**
  * The report's message: a `user/message` whose source names the fold's mark, so a later
@@ -22,15 +22,15 @@ export function reportMessage(report, markId) {
 
 /**
  * @param {any} session a `@deepseek-ai/dsh-session` Session
- * @param {import('../index.js').RewindHost['summarize']} summarize
- * @param {{callId?: string, meter?: import('./meter.js').TokenMeter, hint?: (markId: number) => string}} [options]
+ * @param {import('../../index.js').RewindHost['summarize']} summarize
+ * @param {{callId?: string, meter?: import('../shared/meter.js').TokenMeter, hint?: (markId: number) => string}} [options]
  *   the rewind call's id (its assistant message ends the region); DSH's token meter, when
  *   mounted: the region and the report are priced in its tokens (the shrink check and
  *   `tokensFreed` use them), and the commit logs DSH's shadow price (`compaction/prune`) right
  *   before the replacement, so the meter's O(1) projection follows the fold; `hint` gives the
  *   line appended to the report at the commit (the recall hint: outside the shrink check and
  *   `tokensFreed`, so it can never fail a fold)
- * @returns {import('../index.js').RewindHost}
+ * @returns {import('../../index.js').RewindHost}
  */
 export function sessionHost(session, summarize, options = {}) {
   const { meter } = options

@@ -1,5 +1,5 @@
 /**
- * @module plugin/block
+ * @module plugin/block/block
  * Block mode (`dsh-fold/block`): the model works in blocks and closes each with its own
  * summary. In DSH's Code Mode with tool presentation `both`:
  *
@@ -31,12 +31,12 @@ import { defineTool, RUN_CODE_NAME } from '@deepseek-ai/dsh-tools'
 import { HarnessError } from '@deepseek-ai/dsh-llm'
 import Schema from '@deepseek-ai/schemastery'
 
-import { addon } from './addon.js'
-import { blockIdsOrNone, codedError, normalizeBlockIds, normalizeSummary, normalizeTimeout } from './block-args.js'
-import { writeCommit, writeFailure } from './block-commit.js'
-import { recallHint } from './recall-hint.js'
-import { SessionBlocks } from './block-log.js'
-import { blockSnapshot, describeBlockSession } from './block-surface.js'
+import { addon } from '../shared/addon.js'
+import { blockIdsOrNone, codedError, normalizeBlockIds, normalizeSummary, normalizeTimeout } from './args.js'
+import { writeCommit, writeFailure } from './commit.js'
+import { recallHint } from '../recall/hint.js'
+import { SessionBlocks } from './log.js'
+import { blockSnapshot, describeBlockSession } from './surface.js'
 
 /**
  * @typedef {object} BlockConfig
@@ -168,8 +168,8 @@ class BlockMode {
 
   /**
    * Plans a request against the session as it is now.
-   * @param {any} session @param {import('./block-log.js').SummaryRequest} request
-   * @returns {import('../index.js').BlockPlan}
+   * @param {any} session @param {import('./log.js').SummaryRequest} request
+   * @returns {import('../../index.js').BlockPlan}
    */
   plan(session, request) {
     return addon.planBlockSummary(session.id, blockSnapshot(session, { blockToolName: this.config.toolName }), request.targets, request.requestSeq)
@@ -177,7 +177,7 @@ class BlockMode {
 
   /**
    * Closes blocks now, or queues the summary when its range is not ready.
-   * @param {any} session @param {import('./block-log.js').SummaryRequest} request
+   * @param {any} session @param {import('./log.js').SummaryRequest} request
    */
   request(session, request) {
     const state = this.stateOf(session)
@@ -191,7 +191,7 @@ class BlockMode {
     return result
   }
 
-  /** @param {SessionBlocks} state @param {import('./block-log.js').SummaryRequest} request */
+  /** @param {SessionBlocks} state @param {import('./log.js').SummaryRequest} request */
   #commitInput(state, request) {
     return {
       summary: request.summary,

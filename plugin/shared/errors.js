@@ -1,5 +1,5 @@
 /**
- * @module plugin/errors
+ * @module plugin/shared/errors
  * How a dsh-fold failure reads to the model: the stable code first, then what happened,
  * then what to do next. The code is the contract; the advice is for the model.
  */

@@ -1,5 +1,5 @@
 /**
- * @module plugin/recall
+ * @module plugin/recall/recall
  * `ctx.recall` and the model-facing `recall` tool: the exact lines a fold hid, read back from
  * the calling agent's own session log.
  *
@@ -21,9 +21,9 @@ import { Service } from '@deepseek-ai/cordis'
 import { defineTool } from '@deepseek-ai/dsh-tools'
 import Schema from '@deepseek-ai/schemastery'
 
-import { addon } from './addon.js'
-import { hintLine } from './recall-hint.js'
-import { logIndex, originalSeqs, regionTexts } from './recall-log.js'
+import { addon } from '../shared/addon.js'
+import { hintLine } from './hint.js'
+import { logIndex, originalSeqs, regionTexts } from './log.js'
 
 /**
  * @typedef {object} RecallConfig
@@ -106,7 +106,7 @@ export function parseArgs(raw) {
   return out
 }
 
-/** A region's name for the model. @param {import('./recall-log.js').FoldedRegion} r */
+/** A region's name for the model. @param {import('./log.js').FoldedRegion} r */
 export function regionName(r) {
   return r.kind === 'fold' ? `fold ${r.markId}` : `block ${(r.closed?.length ? r.closed : r.remaining ?? []).join(', ') || '(no ids)'}`
 }
@@ -165,7 +165,7 @@ async function select(session, args, options) {
   return all
 }
 
-/** Every block id a commit of the session closed or carries. @param {import('./recall-log.js').FoldedRegion[]} regions */
+/** Every block id a commit of the session closed or carries. @param {import('./log.js').FoldedRegion[]} regions */
 function blockIds(regions) {
   return [...new Set(regions.flatMap((r) => (r.kind === 'block' ? [...(r.closed ?? []), ...(r.remaining ?? [])] : [])))]
 }
@@ -204,7 +204,7 @@ function clip(line, start = 0, end = 0) {
   return `${from > 0 ? '…' : ''}${line.slice(from, Math.min(to, from + LINE_CHARS * 2))}${to < line.length ? '…' : ''}`
 }
 
-/** A region's heading. @param {any} session @param {import('./recall-log.js').FoldedRegion} r @param {import('./recall-log.js').RecallText[]} texts */
+/** A region's heading. @param {any} session @param {import('./log.js').FoldedRegion} r @param {import('./log.js').RecallText[]} texts */
 function heading(session, r, texts) {
   const seqs = originalSeqs(session, r)
   const chars = texts.reduce((n, t) => n + t.text.length, 0)
@@ -214,8 +214,8 @@ function heading(session, r, texts) {
 
 /**
  * Without a query: one line per folded message.
- * @param {any} session @param {import('./recall-log.js').FoldedRegion[]} regions
- * @param {import('./recall-log.js').RecallText[][]} texts @param {number} maxChars
+ * @param {any} session @param {import('./log.js').FoldedRegion[]} regions
+ * @param {import('./log.js').RecallText[][]} texts @param {number} maxChars
  * @returns {RecallResult}
  */
 function index(session, regions, texts, maxChars) {
@@ -224,7 +224,7 @@ function index(session, regions, texts, maxChars) {
   let total = 0
   regions.forEach((r, i) => {
     out.add(heading(session, r, texts[i]))
-    /** @type {Map<number, import('./recall-log.js').RecallText[]>} */
+    /** @type {Map<number, import('./log.js').RecallText[]>} */
     const bySeq = new Map()
     for (const t of texts[i]) bySeq.set(t.seq, [...(bySeq.get(t.seq) ?? []), t])
     for (const [seq, parts] of bySeq) {
@@ -248,7 +248,7 @@ function index(session, regions, texts, maxChars) {
 
 /**
  * With a query: the matching lines, grouped by message, with context.
- * @param {import('./recall-log.js').FoldedRegion[]} regions @param {import('./recall-log.js').RecallText[][]} texts
+ * @param {import('./log.js').FoldedRegion[]} regions @param {import('./log.js').RecallText[][]} texts
  * @param {string} query @param {number} around @param {number} maxChars
  * @returns {RecallResult}
  */
@@ -317,13 +317,13 @@ export default class RecallService extends Service {
     super(ctx, 'recall')
     this.ctx = ctx
     this.config = config
-    /** The model-facing tool name, read by `recallHint` (plugin/recall-hint.js). */
+    /** The model-facing tool name, read by `recallHint` (plugin/recall/hint.js). */
     this.toolName = config.toolName
     ctx.tools.register(this.#tool())
   }
 
   /**
-   * The hint line producers append to a replacement's text (see plugin/recall-hint.js).
+   * The hint line producers append to a replacement's text (see plugin/recall/hint.js).
    * @param {{fold: number} | {block: string}} target @param {'en' | 'zh'} [language]
    */
   hint(target, language) {

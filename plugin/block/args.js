@@ -1,5 +1,5 @@
 /**
- * @module plugin/block-args
+ * @module plugin/block/args
  * The argument rules both block-mode tools share, in one place: `ids` (or the legacy `id`,
  * which means `ids: [id]`) and the summary text. A violation is an `INVALID_ARGUMENT` error
  * (the addon's code, so `isFoldError` and the model-facing renderer treat it like the
