@@ -10,10 +10,13 @@
 //! - [`fold`]: the rewind transaction, in its order: a state machine the host drives.
 //! - [`recall`]: the linear-time matcher of the `recall` tool.
 //! - [`blocks`]: what a block summary replaces — block mode's rules, in one file.
+//! - [`compaction`]: what a compaction replaces and how its summary is made — the compaction
+//!   backend's policy, in one file.
 
 #![forbid(unsafe_code)]
 
 pub mod blocks;
+pub mod compaction;
 pub mod error;
 pub mod fold;
 pub mod locks;

@@ -191,7 +191,12 @@ fn bad(what: impl std::fmt::Display) -> FoldError {
 
 /// A node's kind word and link word, checked: the kind is known, only assistant nodes open
 /// calls, only results link to an opener, and an opener is never a later event.
-fn kind_and_link(i: usize, seq: u32, kind: u32, link: u32) -> std::result::Result<(Kind, u32, Option<u32>), String> {
+pub(crate) fn kind_and_link(
+    i: usize,
+    seq: u32,
+    kind: u32,
+    link: u32,
+) -> std::result::Result<(Kind, u32, Option<u32>), String> {
     let kind = match kind {
         0 => Kind::Other,
         1 => Kind::User,
@@ -222,6 +227,17 @@ pub(crate) struct Link {
     kind: Kind,
     opens: u32,
     opener: Option<u32>,
+}
+
+impl Link {
+    pub(crate) fn new(seq: u32, kind: Kind, opens: u32, opener: Option<u32>) -> Self {
+        Self {
+            seq,
+            kind,
+            opens,
+            opener,
+        }
+    }
 }
 
 pub(crate) trait Linked {
@@ -288,6 +304,26 @@ impl Pairing {
             answered,
             last_answer,
         })
+    }
+}
+
+impl Pairing {
+    /// The pairing indexes of nodes in surface order (any snapshot format's): every seq below
+    /// `event_count` and on the surface once, then linked as [`Pairing::of`] links them.
+    pub(crate) fn build<T: Linked>(event_count: u32, nodes: &[T]) -> std::result::Result<Self, String> {
+        let mut pos_of_seq = SeqIndex::new(event_count, nodes.len());
+        for (i, node) in nodes.iter().enumerate() {
+            let seq = node.link().seq;
+            if seq >= event_count {
+                return Err(format!(
+                    "node {i}: seq {seq} is not below the event count {event_count}"
+                ));
+            }
+            if !pos_of_seq.insert(seq, i) {
+                return Err(format!("seq {seq} appears twice on the surface"));
+            }
+        }
+        Self::of(nodes, &pos_of_seq)
     }
 }
 

@@ -1,0 +1,835 @@
+//! The compaction policy, all of it, in this file: which head range of the surface a compaction
+//! replaces, and what its summary is made of. The `dsh-fold/compaction` backend
+//! (`plugin/compaction/`) asks it under token pressure, on a provider's context overflow and for
+//! `/compact`; DSH's own `compaction-basic` cuts at a token budget instead.
+//!
+//! Input: facts about the surface nodes in model order ([`CompactionNode`]: kind, where the node
+//! came from, its token price and visible chars, its call links, its block ids), the anchors of
+//! the checkpoint marks still active, and the pressure ([`Params`]). A pure function of them —
+//! no I/O, no model call — so the session mirror can hand it the same slice it keeps.
+//!
+//! The rules, in the order they are applied:
+//!
+//! 1. **Head range.** A compaction replaces `[0, c)` for a cut `c`: the oldest nodes, as DSH's
+//!    compaction does, and always leaves the newest node. A cut is *valid* when no tool call
+//!    crosses it (no assistant node before it has a call whose result is at or after it, or no
+//!    result yet): after the replace every call on the surface has its result.
+//! 2. **Retention.** Under pressure the tail `[c, n)` keeps at least `retain_tokens` (basic's
+//!    `retainRatio`/`retainTokens`); on overflow and for `/compact`, only the newest unit.
+//! 3. **Units.** A cut *splits* a subtask when it falls inside the marked exploration of an
+//!    active checkpoint mark (from the first node standing for an event at or after the mark's
+//!    anchor, to the tail: that exploration is still going on) or inside a block's span (from
+//!    the first to the last node attributed to the block id: assistant nodes by their
+//!    `block_run_code` ids, their results by their call's node, block summaries by the ids they
+//!    carry). A block with an unanswered call is *open*; any other is *closed*.
+//! 4. **Choice.** Among valid cuts within the retention, the latest one that relieves the
+//!    pressure (rule 6) and splits nothing, ending the range on the model's own lines (its last
+//!    node is not a user message whose answer would stay); else the latest that relieves and
+//!    splits only closed blocks (an active exploration or an open block is never split while
+//!    another range relieves the pressure); else the latest that relieves; else, when no cut
+//!    relieves, the latest valid cut (the most a pass can free; the caller may run another).
+//!    On overflow the latest valid cut, whatever it splits; for `/compact` the latest cut that
+//!    splits nothing, else the latest valid one.
+//! 5. **Items.** The range's nodes become the summary's items, in order: each user message, each
+//!    rewind report, block summary and earlier compaction summary (ours or another backend's) is
+//!    one item carried *verbatim* (a user message longer than `paste_chars` is *cut*: its head
+//!    and tail kept, the middle left to recall); each maximal run of other nodes (the agent's
+//!    tool work) is one item *condensed* by the native extractive report.
+//! 6. **Budget.** The summary's body may take `max_summary_tokens`, and under pressure no more
+//!    than what brings the request under the threshold: `threshold - 1 - (total - range)`, less a
+//!    tenth for the estimate's error. Verbatim items come first; the work reports share what is
+//!    left, each at most its natural size ([`report::default_max_chars`]), at least
+//!    [`MIN_WORK_CHARS`]. A cut *relieves* when its verbatim items and the smallest work reports
+//!    fit. When the chosen cut's do not, items degrade to a one-line pointer (recall returns
+//!    them whole), in this order: earlier compaction summaries, then rewind reports and block
+//!    summaries, then user messages, then work runs, oldest first; the plan counts them.
+//!
+//! Prices are the host's (DSH's token meter: 4 chars a token plus framing); the plan's size
+//! estimates use the same density.
+
+use std::collections::HashMap;
+
+use crate::error::{FoldError, Result};
+use crate::report::default_max_chars;
+use crate::surface::{kind_and_link, Kind, Link, Linked, Pairing};
+
+/// The snapshot format's version word.
+pub const FORMAT: u32 = 3;
+const HEADER_WORDS: usize = 5;
+const NODE_WORDS: usize = 7;
+const KIND_BITS: u32 = 0b11;
+const SOURCE_SHIFT: u32 = 2;
+const SOURCE_BITS: u32 = 0b111 << SOURCE_SHIFT;
+
+/// Chars per token of the host's meter (DSH's `estimateMessage`).
+pub const CHARS_PER_TOKEN: u64 = 4;
+/// The summary's fixed text: preamble, tags, the recall hint.
+pub const FRAME_CHARS: u64 = 700;
+/// Each item's heading line.
+pub const ITEM_HEADER_CHARS: u64 = 48;
+/// The smallest work report worth writing; below it a run becomes a pointer.
+pub const MIN_WORK_CHARS: u64 = 400;
+/// A pointer line.
+pub const POINTER_CHARS: u64 = 160;
+/// The marker between a cut paste's head and tail.
+pub const CUT_MARKER_CHARS: u64 = 160;
+
+/// Where a node came from: what the policy may do with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Source {
+    /// The agent's work: assistant messages, tool results, anything else appended.
+    Work,
+    /// A message from the user's side (a prompt, workspace instructions).
+    User,
+    /// A rewind report (the model's fold of a marked exploration).
+    RewindReport,
+    /// A block summary (the model's own summary of closed blocks).
+    BlockSummary,
+    /// An earlier compaction summary of this backend.
+    CompactionSummary,
+    /// Another backend's compaction summary (DSH's `compaction-basic`).
+    ForeignSummary,
+}
+
+impl Source {
+    fn from_word(w: u32) -> Option<Self> {
+        Some(match w {
+            0 => Self::Work,
+            1 => Self::User,
+            2 => Self::RewindReport,
+            3 => Self::BlockSummary,
+            4 => Self::CompactionSummary,
+            5 => Self::ForeignSummary,
+            _ => return None,
+        })
+    }
+
+    fn word(self) -> u32 {
+        match self {
+            Self::Work => 0,
+            Self::User => 1,
+            Self::RewindReport => 2,
+            Self::BlockSummary => 3,
+            Self::CompactionSummary => 4,
+            Self::ForeignSummary => 5,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Work => "work",
+            Self::User => "user",
+            Self::RewindReport => "rewind-report",
+            Self::BlockSummary => "block-summary",
+            Self::CompactionSummary => "compaction-summary",
+            Self::ForeignSummary => "foreign-summary",
+        }
+    }
+
+    /// Model-written text carried as written.
+    pub fn is_model_written(self) -> bool {
+        matches!(
+            self,
+            Self::RewindReport | Self::BlockSummary | Self::CompactionSummary | Self::ForeignSummary
+        )
+    }
+
+    /// The order in which verbatim items degrade to pointers (lower first).
+    fn degrade_rank(self) -> u8 {
+        match self {
+            Self::CompactionSummary | Self::ForeignSummary => 0,
+            Self::RewindReport | Self::BlockSummary => 1,
+            Self::User => 2,
+            Self::Work => 3,
+        }
+    }
+}
+
+/// One surface node's facts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompactionNode {
+    pub seq: u32,
+    pub kind: Kind,
+    pub source: Source,
+    /// Smallest event seq the node stands for (a replacement: its sources').
+    pub origin: u32,
+    /// The host meter's price of the node's message.
+    pub tokens: u32,
+    /// Model-visible chars (UTF-16 units).
+    pub chars: u32,
+    /// Assistant nodes: tool calls opened.
+    pub opens: u32,
+    /// Tool results: the seq of the assistant node that opened the call.
+    pub opener: Option<u32>,
+    /// The node's block id set (index into the snapshot's sets): an assistant node's
+    /// `block_run_code` ids, a block summary's carried ids.
+    pub set: Option<u32>,
+}
+
+impl CompactionNode {
+    /// A node standing for its own event, linked to nothing.
+    pub fn new(seq: u32, kind: Kind, source: Source, tokens: u32, chars: u32) -> Self {
+        Self {
+            seq,
+            kind,
+            source,
+            origin: seq,
+            tokens,
+            chars,
+            opens: 0,
+            opener: None,
+            set: None,
+        }
+    }
+}
+
+impl Linked for CompactionNode {
+    fn link(&self) -> Link {
+        Link::new(self.seq, self.kind, self.opens, self.opener)
+    }
+}
+
+/// A validated compaction snapshot.
+#[derive(Debug, Clone)]
+pub struct CompactionSurface {
+    pub event_count: u32,
+    /// Log lengths at which the active checkpoint marks were taken.
+    pub anchors: Vec<u32>,
+    pub nodes: Vec<CompactionNode>,
+    /// Block id sets: each a list of block numbers (the host interns ids; only identity counts).
+    pub sets: Vec<Vec<u32>>,
+    pairing: Pairing,
+}
+
+fn bad(what: impl std::fmt::Display) -> FoldError {
+    FoldError::invalid(format!("invalid compaction snapshot: {what}"))
+}
+
+impl CompactionSurface {
+    /// A surface from facts; the pairing indexes are derived and checked.
+    ///
+    /// # Errors
+    /// `INVALID_ARGUMENT` as [`CompactionSurface::decode`] says.
+    pub fn new(event_count: u32, anchors: Vec<u32>, nodes: Vec<CompactionNode>, sets: Vec<Vec<u32>>) -> Result<Self> {
+        for (i, node) in nodes.iter().enumerate() {
+            if node.origin > node.seq {
+                return Err(bad(format!(
+                    "node {i}: origin {} is after its seq {}",
+                    node.origin, node.seq
+                )));
+            }
+            if let Some(k) = node.set {
+                if k as usize >= sets.len() {
+                    return Err(bad(format!("node {i}: set {k} of {} sets", sets.len())));
+                }
+                let carries = node.kind == Kind::Assistant || node.source == Source::BlockSummary;
+                if !carries {
+                    return Err(bad(format!(
+                        "node {i}: only assistant nodes and block summaries carry block ids"
+                    )));
+                }
+            }
+            if node.source != Source::Work && node.kind != Kind::User {
+                return Err(bad(format!(
+                    "node {i}: a {:?} node cannot be a {}",
+                    node.kind,
+                    node.source.as_str()
+                )));
+            }
+        }
+        if let Some(k) = sets.iter().position(Vec::is_empty) {
+            return Err(bad(format!("set {k} is empty")));
+        }
+        let pairing = Pairing::build(event_count, &nodes).map_err(bad)?;
+        Ok(Self {
+            event_count,
+            anchors,
+            nodes,
+            sets,
+            pairing,
+        })
+    }
+
+    /// Decodes the flat snapshot the plugin writes:
+    ///
+    /// ```text
+    /// [0] FORMAT (= 3)   [1] eventCount   [2] flags (0)   [3] N nodes   [4] A active mark anchors
+    /// [..] A anchors (log lengths)
+    /// [..] N nodes, 7 words each: seq, meta, link, origin, tokens, chars, set
+    ///      meta: bits 0-1 kind (0 other, 1 user, 2 assistant, 3 tool result);
+    ///            bits 2-4 source (0 work, 1 user, 2 rewind report, 3 block summary,
+    ///            4 compaction summary, 5 another backend's compaction summary)
+    ///      link: as snapshot v1 (assistant: calls opened; result: 1 + opener seq, 0 unknown)
+    ///      set:  0 none; k >= 1: block id set k-1
+    /// [..] S sets, each: its length L >= 1, then L block numbers
+    /// ```
+    ///
+    /// # Errors
+    /// `INVALID_ARGUMENT` naming the first problem: format, lengths, flags, a seq out of range or
+    /// repeated, an origin after its seq, an unknown kind or source, a link on the wrong kind, a
+    /// result linked to a later event or to a node that is not an assistant, more results than
+    /// calls, a set on a node that carries none, a set index out of range, an empty set.
+    pub fn decode(words: &[u32]) -> Result<Self> {
+        if words.len() < HEADER_WORDS {
+            return Err(bad(format!("{} words, shorter than the header", words.len())));
+        }
+        if words[0] != FORMAT {
+            return Err(bad(format!("format {} (compaction reads {FORMAT})", words[0])));
+        }
+        let event_count = words[1];
+        if words[2] != 0 {
+            return Err(bad(format!("unknown flags {:#x}", words[2])));
+        }
+        let n = words[3] as usize;
+        let a = words[4] as usize;
+        let nodes_start = HEADER_WORDS
+            .checked_add(a)
+            .filter(|s| *s <= words.len())
+            .ok_or_else(|| bad(format!("{a} anchors do not fit in {} words", words.len())))?;
+        let nodes_end = n
+            .checked_mul(NODE_WORDS)
+            .and_then(|w| w.checked_add(nodes_start))
+            .filter(|end| *end < words.len())
+            .ok_or_else(|| bad(format!("{n} nodes do not fit in {} words", words.len())))?;
+        let anchors = words[HEADER_WORDS..nodes_start].to_vec();
+        let mut nodes = Vec::with_capacity(n);
+        for (i, w) in words[nodes_start..nodes_end].chunks_exact(NODE_WORDS).enumerate() {
+            let [seq, meta, link, origin, tokens, chars, set] = [w[0], w[1], w[2], w[3], w[4], w[5], w[6]];
+            if meta & !(KIND_BITS | SOURCE_BITS) != 0 {
+                return Err(bad(format!(
+                    "node {i}: unknown meta bits {:#x}",
+                    meta & !(KIND_BITS | SOURCE_BITS)
+                )));
+            }
+            let source = Source::from_word((meta & SOURCE_BITS) >> SOURCE_SHIFT).ok_or_else(|| {
+                bad(format!(
+                    "node {i}: unknown source {}",
+                    (meta & SOURCE_BITS) >> SOURCE_SHIFT
+                ))
+            })?;
+            let (kind, opens, opener) = kind_and_link(i, seq, meta & KIND_BITS, link).map_err(bad)?;
+            nodes.push(CompactionNode {
+                seq,
+                kind,
+                source,
+                origin,
+                tokens,
+                chars,
+                opens,
+                opener,
+                set: set.checked_sub(1),
+            });
+        }
+        let set_count = words[nodes_end] as usize;
+        let mut sets = Vec::with_capacity(set_count.min(words.len()));
+        let mut at = nodes_end + 1;
+        for k in 0..set_count {
+            let len = *words
+                .get(at)
+                .ok_or_else(|| bad(format!("set {k} of {set_count} is past the end")))? as usize;
+            let range = at + 1..at.saturating_add(1).saturating_add(len);
+            if len == 0 || range.end > words.len() {
+                return Err(bad(format!("set {k} ({len} ids) is empty or runs past the end")));
+            }
+            sets.push(words[range.clone()].to_vec());
+            at = range.end;
+        }
+        if at != words.len() {
+            return Err(bad(format!("{} words left after the sets", words.len() - at)));
+        }
+        Self::new(event_count, anchors, nodes, sets)
+    }
+
+    /// Encodes the surface into the snapshot words (tests, benches, non-JS hosts).
+    pub fn encode(&self) -> Vec<u32> {
+        let mut words = vec![
+            FORMAT,
+            self.event_count,
+            0,
+            self.nodes.len() as u32,
+            self.anchors.len() as u32,
+        ];
+        words.extend(&self.anchors);
+        for node in &self.nodes {
+            let kind = match node.kind {
+                Kind::Other => 0,
+                Kind::User => 1,
+                Kind::Assistant => 2,
+                Kind::ToolResult => 3,
+            };
+            let link = match node.kind {
+                Kind::Assistant => node.opens,
+                Kind::ToolResult => node.opener.map_or(0, |s| s + 1),
+                _ => 0,
+            };
+            words.extend([
+                node.seq,
+                kind | node.source.word() << SOURCE_SHIFT,
+                link,
+                node.origin,
+                node.tokens,
+                node.chars,
+                node.set.map_or(0, |k| k + 1),
+            ]);
+        }
+        words.push(self.sets.len() as u32);
+        for set in &self.sets {
+            words.push(set.len() as u32);
+            words.extend(set);
+        }
+        words
+    }
+
+    /// Whether the cut before position `c` leaves every call with its result (rule 1), for
+    /// every `c` in `0..=n`.
+    pub fn valid_cuts(&self) -> Vec<bool> {
+        let n = self.nodes.len();
+        let first_open = (0..n)
+            .find(|&i| self.nodes[i].kind == Kind::Assistant && self.pairing.answered[i] < self.nodes[i].opens)
+            .unwrap_or(n);
+        let mut valid = vec![false; n + 1];
+        let mut min_opener = usize::MAX;
+        for c in (0..=n).rev() {
+            valid[c] = c <= first_open && min_opener >= c;
+            if c > 0 {
+                if let Some(p) = self.pairing.opener_pos[c - 1] {
+                    min_opener = min_opener.min(p);
+                }
+            }
+        }
+        valid
+    }
+
+    /// The block id set a node belongs to (rule 3).
+    fn attributed(&self, i: usize) -> Option<u32> {
+        let node = &self.nodes[i];
+        match node.kind {
+            Kind::ToolResult => self.pairing.opener_pos[i].and_then(|p| self.nodes[p].set),
+            _ => node.set,
+        }
+    }
+
+    /// For each cut `c`: how many open and how many closed blocks it falls inside.
+    fn block_splits(&self) -> (Vec<u32>, Vec<u32>) {
+        let n = self.nodes.len();
+        // block number → (first, last, open)
+        let mut spans: HashMap<u32, (usize, usize, bool)> = HashMap::new();
+        for i in 0..n {
+            let Some(k) = self.attributed(i) else { continue };
+            let open = self.nodes[i].kind == Kind::Assistant && self.pairing.answered[i] < self.nodes[i].opens;
+            for &b in &self.sets[k as usize] {
+                let span = spans.entry(b).or_insert((i, i, false));
+                span.1 = i;
+                span.2 |= open;
+            }
+        }
+        let (mut open, mut closed) = (vec![0i64; n + 2], vec![0i64; n + 2]);
+        for (first, last, is_open) in spans.into_values() {
+            let diff = if is_open { &mut open } else { &mut closed };
+            diff[first + 1] += 1;
+            diff[last + 1] -= 1;
+        }
+        let run = |d: Vec<i64>| {
+            let mut acc = 0i64;
+            d.into_iter()
+                .take(n + 1)
+                .map(|x| {
+                    acc += x;
+                    acc as u32
+                })
+                .collect::<Vec<_>>()
+        };
+        (run(open), run(closed))
+    }
+
+    /// The first position of the earliest active marked exploration, if any is on the surface.
+    fn exploration_start(&self) -> Option<usize> {
+        let anchor = *self.anchors.iter().min()?;
+        self.nodes.iter().position(|n| n.origin >= anchor)
+    }
+}
+
+/// Why the policy is asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trigger {
+    /// Step-boundary token pressure: relieve it, keeping the retained tail.
+    Pressure,
+    /// The provider refused the request as too long: reduce as much as possible.
+    Overflow,
+    /// `/compact`: compact what is useful, below any pressure.
+    Manual,
+}
+
+/// The pressure and the budgets, in the host meter's tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Params {
+    pub trigger: Trigger,
+    /// The request's price now (envelope + surface).
+    pub total_tokens: u64,
+    /// Compact at or above this; a pass should bring the request below it (pressure only).
+    pub threshold_tokens: u64,
+    /// The tail kept verbatim (pressure only).
+    pub retain_tokens: u64,
+    /// Most tokens the summary may take.
+    pub max_summary_tokens: u64,
+    /// A user message longer than this is cut (its head and tail kept).
+    pub paste_chars: u32,
+}
+
+/// What the policy does with one item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Treatment {
+    /// Carried as written.
+    Verbatim,
+    /// A long user message: its first `head` and last `tail` chars, the middle left to recall.
+    Cut { head: u32, tail: u32 },
+    /// Tool work: the extractive report, at most `max_chars`.
+    Condense { max_chars: u32 },
+    /// One line saying what it was and that recall returns it.
+    Pointer,
+}
+
+/// A run of consecutive range positions with one treatment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Item {
+    pub source: Source,
+    /// Surface positions `[start_pos, end_pos)`.
+    pub start_pos: usize,
+    pub end_pos: usize,
+    /// The item's visible chars as it stands.
+    pub chars: u64,
+    pub treatment: Treatment,
+}
+
+/// The subtasks the cut splits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Splits {
+    pub active_exploration: bool,
+    pub open_block: bool,
+    pub closed_block: bool,
+}
+
+impl Splits {
+    /// An active exploration or an open block: work still going on.
+    pub fn in_progress(&self) -> bool {
+        self.active_exploration || self.open_block
+    }
+
+    pub fn any(&self) -> bool {
+        self.in_progress() || self.closed_block
+    }
+}
+
+/// What a compaction replaces and how its summary is made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// The range is surface positions `[0, end_pos)`.
+    pub end_pos: usize,
+    /// Its nodes' seqs in model order (the shadowed seqs).
+    pub seqs: Vec<u32>,
+    /// Its price.
+    pub range_tokens: u64,
+    /// The summary body's budget in chars.
+    pub budget_chars: u64,
+    pub items: Vec<Item>,
+    /// The summary's estimated price.
+    pub summary_tokens: u64,
+    /// The request's estimated price after the replace.
+    pub projected_tokens: u64,
+    /// Whether the projection is under the threshold (always true but under pressure).
+    pub relieves: bool,
+    pub splits: Splits,
+    /// Items shortened beyond the rules of rule 5 (pointers).
+    pub degraded: u32,
+}
+
+impl Plan {
+    /// Seq of the first replaced node.
+    pub fn start(&self) -> u32 {
+        self.seqs[0]
+    }
+
+    /// Seq of the last replaced node.
+    pub fn end(&self) -> u32 {
+        self.seqs[self.seqs.len() - 1]
+    }
+}
+
+/// The natural size of a work report over `chars` visible chars.
+fn natural_work(chars: u64) -> u64 {
+    (default_max_chars(chars as usize) as u64).min(chars.saturating_sub(1))
+}
+
+/// The chars a verbatim item takes under rule 5 (a long user message is cut).
+fn verbatim_chars(source: Source, chars: u64, paste_chars: u32) -> u64 {
+    if source == Source::User && chars > u64::from(paste_chars) {
+        u64::from(paste_chars) + CUT_MARKER_CHARS
+    } else {
+        chars
+    }
+}
+
+/// Per cut, what the summary of `[0, c)` needs: verbatim chars, work runs, their natural and
+/// smallest report sizes, item count.
+struct Needs {
+    verbatim: Vec<u64>,
+    runs: Vec<u64>,
+    natural: Vec<u64>,
+    items: Vec<u64>,
+}
+
+fn needs(surface: &CompactionSurface, paste_chars: u32) -> Needs {
+    let n = surface.nodes.len();
+    let mut out = Needs {
+        verbatim: vec![0; n + 1],
+        runs: vec![0; n + 1],
+        natural: vec![0; n + 1],
+        items: vec![0; n + 1],
+    };
+    let (mut verbatim, mut runs, mut finished, mut items, mut run_chars) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    let mut in_run = false;
+    for c in 1..=n {
+        let node = &surface.nodes[c - 1];
+        if node.source == Source::Work {
+            if !in_run {
+                in_run = true;
+                runs += 1;
+                items += 1;
+                run_chars = 0;
+            }
+            run_chars += u64::from(node.chars);
+        } else {
+            if in_run {
+                finished += natural_work(run_chars);
+                in_run = false;
+            }
+            verbatim += verbatim_chars(node.source, u64::from(node.chars), paste_chars);
+            items += 1;
+        }
+        out.verbatim[c] = verbatim;
+        out.runs[c] = runs;
+        out.natural[c] = finished + if in_run { natural_work(run_chars) } else { 0 };
+        out.items[c] = items;
+    }
+    out
+}
+
+/// Plans a compaction of `surface` under `params`, or `None` when no useful range exists (no
+/// valid cut leaves a tail, or no summary of the range would be smaller than it).
+pub fn plan(surface: &CompactionSurface, params: &Params) -> Option<Plan> {
+    let nodes = &surface.nodes;
+    let n = nodes.len();
+    if n < 2 {
+        return None;
+    }
+    let mut prefix = vec![0u64; n + 1];
+    for (i, node) in nodes.iter().enumerate() {
+        prefix[i + 1] = prefix[i] + u64::from(node.tokens);
+    }
+    let valid = surface.valid_cuts();
+    let pressure = params.trigger == Trigger::Pressure;
+    let keeps = |c: usize| !pressure || prefix[n] - prefix[c] >= params.retain_tokens;
+    let c_max = (1..n).rev().find(|&c| valid[c] && keeps(c))?;
+
+    let needs = needs(surface, params.paste_chars);
+    let (open_blocks, closed_blocks) = surface.block_splits();
+    let exploration = surface.exploration_start();
+    let splits = |c: usize| Splits {
+        active_exploration: exploration.is_some_and(|p| c > p),
+        open_block: open_blocks[c] > 0,
+        closed_block: closed_blocks[c] > 0,
+    };
+    let on_model_lines = |c: usize| nodes[c - 1].source != Source::User;
+    let budget = |c: usize| budget_chars(params, prefix[c]);
+    let framing = |c: usize| FRAME_CHARS + needs.items[c] * ITEM_HEADER_CHARS;
+    // The smallest summary that keeps every verbatim item: does it fit the budget?
+    let relieves = |c: usize| !pressure || framing(c) + needs.verbatim[c] + needs.runs[c] * MIN_WORK_CHARS <= budget(c);
+    // Useful: the summary at its natural size is smaller than the range; shrinks: at its
+    // smallest (every item a pointer) it is.
+    let useful = |c: usize| (framing(c) + needs.verbatim[c] + needs.natural[c]).div_ceil(CHARS_PER_TOKEN) < prefix[c];
+    let shrinks = |c: usize| (framing(c) + needs.items[c] * POINTER_CHARS).div_ceil(CHARS_PER_TOKEN) < prefix[c];
+    let latest = |ok: &dyn Fn(usize) -> bool| (1..=c_max).rev().find(|&c| valid[c] && ok(c));
+
+    let chosen = match params.trigger {
+        Trigger::Overflow => latest(&shrinks),
+        Trigger::Manual => latest(&|c| useful(c) && !splits(c).any() && on_model_lines(c))
+            .or_else(|| latest(&useful))
+            .or_else(|| latest(&shrinks)),
+        Trigger::Pressure => latest(&|c| relieves(c) && !splits(c).any() && on_model_lines(c))
+            .or_else(|| latest(&|c| relieves(c) && !splits(c).in_progress()))
+            .or_else(|| latest(&relieves))
+            .or_else(|| latest(&shrinks)),
+    }?;
+    Some(allocate(
+        surface,
+        params,
+        chosen,
+        prefix[chosen],
+        budget(chosen),
+        splits(chosen),
+    ))
+}
+
+/// The plan for the cut at position `c` (the range `[0, c)`), whatever rule 4 would choose:
+/// `None` when that cut is not valid or leaves no node. For tests and diagnostics.
+pub fn plan_at(surface: &CompactionSurface, params: &Params, c: usize) -> Option<Plan> {
+    let n = surface.nodes.len();
+    if c == 0 || c >= n || !surface.valid_cuts()[c] {
+        return None;
+    }
+    let range_tokens = surface.nodes[..c].iter().map(|x| u64::from(x.tokens)).sum();
+    let (open_blocks, closed_blocks) = surface.block_splits();
+    let splits = Splits {
+        active_exploration: surface.exploration_start().is_some_and(|p| c > p),
+        open_block: open_blocks[c] > 0,
+        closed_block: closed_blocks[c] > 0,
+    };
+    Some(allocate(
+        surface,
+        params,
+        c,
+        range_tokens,
+        budget_chars(params, range_tokens),
+        splits,
+    ))
+}
+
+/// The summary body's budget in chars for a range priced `range_tokens` (rule 6).
+fn budget_chars(params: &Params, range_tokens: u64) -> u64 {
+    let mut tokens = params.max_summary_tokens;
+    if params.trigger == Trigger::Pressure {
+        let rest = params.total_tokens.saturating_sub(range_tokens);
+        tokens = tokens.min(params.threshold_tokens.saturating_sub(1).saturating_sub(rest));
+    }
+    tokens = tokens.min(range_tokens.saturating_sub(1));
+    // A tenth off for the estimate's error (framing, per-block overheads).
+    tokens * CHARS_PER_TOKEN * 9 / 10
+}
+
+/// Builds the items of `[0, c)` and fits them to `budget` (rules 5 and 6).
+fn allocate(
+    surface: &CompactionSurface,
+    params: &Params,
+    c: usize,
+    range_tokens: u64,
+    budget: u64,
+    splits: Splits,
+) -> Plan {
+    let nodes = &surface.nodes[..c];
+    let mut items: Vec<Item> = Vec::new();
+    for (i, node) in nodes.iter().enumerate() {
+        let chars = u64::from(node.chars);
+        match items.last_mut() {
+            Some(last) if node.source == Source::Work && last.source == Source::Work => {
+                last.end_pos = i + 1;
+                last.chars += chars;
+            }
+            _ => {
+                let treatment = match node.source {
+                    Source::Work => Treatment::Condense { max_chars: 0 },
+                    Source::User if chars > u64::from(params.paste_chars) => {
+                        let head = params.paste_chars * 2 / 3;
+                        Treatment::Cut {
+                            head,
+                            tail: params.paste_chars - head,
+                        }
+                    }
+                    _ => Treatment::Verbatim,
+                };
+                items.push(Item {
+                    source: node.source,
+                    start_pos: i,
+                    end_pos: i + 1,
+                    chars,
+                    treatment,
+                });
+            }
+        }
+    }
+    let size = |item: &Item| -> u64 {
+        ITEM_HEADER_CHARS
+            + match item.treatment {
+                Treatment::Verbatim => item.chars,
+                Treatment::Cut { head, tail } => u64::from(head) + u64::from(tail) + CUT_MARKER_CHARS,
+                Treatment::Condense { max_chars } => u64::from(max_chars),
+                Treatment::Pointer => POINTER_CHARS,
+            }
+    };
+    let fixed = |items: &[Item]| -> u64 {
+        FRAME_CHARS
+            + items
+                .iter()
+                .filter(|it| it.source != Source::Work)
+                .map(&size)
+                .sum::<u64>()
+    };
+    let runs = |items: &[Item]| -> Vec<usize> {
+        (0..items.len())
+            .filter(|&k| items[k].source == Source::Work && items[k].treatment != Treatment::Pointer)
+            .collect()
+    };
+    let mut degraded = 0u32;
+    // Degrade verbatim items, cheapest loss first, oldest first, until the work fits at its smallest.
+    let mut order: Vec<usize> = (0..items.len()).filter(|&k| items[k].source != Source::Work).collect();
+    order.sort_by_key(|&k| (items[k].source.degrade_rank(), k));
+    let mut next = order.into_iter();
+    loop {
+        let work = runs(&items).len() as u64;
+        if fixed(&items) + work * (ITEM_HEADER_CHARS + MIN_WORK_CHARS) <= budget {
+            break;
+        }
+        if let Some(k) = next.next() {
+            if size(&items[k]) > ITEM_HEADER_CHARS + POINTER_CHARS {
+                items[k].treatment = Treatment::Pointer;
+                degraded += 1;
+            }
+            continue;
+        }
+        // Only work left: the oldest runs become pointers.
+        match runs(&items).first() {
+            Some(&k) => {
+                items[k].treatment = Treatment::Pointer;
+                degraded += 1;
+            }
+            None => break,
+        }
+    }
+    // Share what is left among the work runs, each at most its natural size.
+    let live = runs(&items);
+    let room = budget
+        .saturating_sub(fixed(&items))
+        .saturating_sub(live.len() as u64 * ITEM_HEADER_CHARS);
+    let natural: Vec<u64> = live.iter().map(|&k| natural_work(items[k].chars)).collect();
+    let total_natural: u64 = natural.iter().sum();
+    let floor = |nat: u64| nat.min(MIN_WORK_CHARS);
+    let floors: u64 = natural.iter().map(|&x| floor(x)).sum();
+    for (j, &k) in live.iter().enumerate() {
+        let max_chars = if room >= total_natural {
+            natural[j]
+        } else {
+            let extra = natural[j] - floor(natural[j]);
+            let spare = room.saturating_sub(floors);
+            floor(natural[j]) + extra * spare / (total_natural - floors).max(1)
+        };
+        items[k].treatment = Treatment::Condense {
+            max_chars: u32::try_from(max_chars).unwrap_or(u32::MAX),
+        };
+    }
+    let body: u64 = FRAME_CHARS + items.iter().map(size).sum::<u64>();
+    // The summary is one user message with text blocks: the meter adds a few tokens of framing.
+    let summary_tokens = body.div_ceil(CHARS_PER_TOKEN) + 8;
+    let projected_tokens = params.total_tokens.saturating_sub(range_tokens) + summary_tokens;
+    let relieves = params.trigger != Trigger::Pressure || projected_tokens < params.threshold_tokens;
+    Plan {
+        end_pos: c,
+        seqs: nodes.iter().map(|n| n.seq).collect(),
+        range_tokens,
+        budget_chars: budget,
+        items,
+        summary_tokens,
+        projected_tokens,
+        relieves,
+        splits,
+        degraded,
+    }
+}

@@ -1,0 +1,371 @@
+//! The compaction policy's rules (crates/fold-core/src/compaction.rs), one behaviour per test, on
+//! surfaces built step by step as an agent loop appends them.
+
+use fold_core::compaction::{
+    plan, plan_at, CompactionNode, CompactionSurface, Params, Source, Treatment, Trigger, FORMAT,
+};
+use fold_core::surface::Kind;
+
+/// Builds a surface the way the agent loop appends it; every node costs `tokens` unless told.
+#[derive(Default)]
+struct Build {
+    nodes: Vec<CompactionNode>,
+    sets: Vec<Vec<u32>>,
+    anchors: Vec<u32>,
+    seq: u32,
+}
+
+impl Build {
+    fn next(&mut self) -> u32 {
+        let s = self.seq;
+        self.seq += 1;
+        s
+    }
+
+    fn user(mut self, chars: u32) -> Self {
+        let seq = self.next();
+        self.nodes
+            .push(CompactionNode::new(seq, Kind::User, Source::User, chars / 4 + 8, chars));
+        self
+    }
+
+    fn replacement(mut self, source: Source, chars: u32) -> Self {
+        let seq = self.next();
+        let mut node = CompactionNode::new(seq, Kind::User, source, chars / 4 + 8, chars);
+        node.origin = self.nodes.first().map_or(seq, |n| n.origin.min(seq));
+        self.nodes.push(node);
+        self
+    }
+
+    /// One step: an assistant message with `calls` calls (tagged with `blocks`), then their
+    /// results of `result_chars` each; `answered` of them answered.
+    fn step_in(mut self, calls: u32, answered: u32, result_chars: u32, blocks: &[u32]) -> Self {
+        let seq = self.next();
+        let mut a = CompactionNode::new(seq, Kind::Assistant, Source::Work, 40, 160);
+        a.opens = calls;
+        if !blocks.is_empty() {
+            self.sets.push(blocks.to_vec());
+            a.set = Some(self.sets.len() as u32 - 1);
+        }
+        self.nodes.push(a);
+        for _ in 0..answered {
+            let r = self.next();
+            let mut node = CompactionNode::new(r, Kind::ToolResult, Source::Work, result_chars / 4 + 8, result_chars);
+            node.opener = Some(seq);
+            self.nodes.push(node);
+        }
+        self
+    }
+
+    fn step(self, calls: u32, result_chars: u32) -> Self {
+        self.step_in(calls, calls, result_chars, &[])
+    }
+
+    fn say(mut self, chars: u32) -> Self {
+        let seq = self.next();
+        self.nodes.push(CompactionNode::new(
+            seq,
+            Kind::Assistant,
+            Source::Work,
+            chars / 4 + 8,
+            chars,
+        ));
+        self
+    }
+
+    /// A checkpoint mark taken now (its anchor: the log length, i.e. the next seq).
+    fn mark(mut self) -> Self {
+        self.anchors.push(self.seq);
+        self
+    }
+
+    fn surface(self) -> CompactionSurface {
+        CompactionSurface::new(self.seq, self.anchors, self.nodes, self.sets).expect("valid surface")
+    }
+}
+
+fn total(s: &CompactionSurface) -> u64 {
+    s.nodes.iter().map(|n| u64::from(n.tokens)).sum::<u64>() + 500
+}
+
+fn pressure(s: &CompactionSurface, threshold: u64, retain: u64) -> Params {
+    Params {
+        trigger: Trigger::Pressure,
+        total_tokens: total(s),
+        threshold_tokens: threshold,
+        retain_tokens: retain,
+        max_summary_tokens: 8192,
+        paste_chars: 4000,
+    }
+}
+
+/// A long session: `turns` user prompts, each with `steps` steps of 2 calls.
+fn session(turns: usize, steps: usize) -> Build {
+    let mut b = Build::default();
+    for _ in 0..turns {
+        b = b.user(300);
+        for _ in 0..steps {
+            b = b.step(2, 4000);
+        }
+        b = b.say(400);
+    }
+    b
+}
+
+#[test]
+fn snapshot_round_trips_and_rejects_bad_words() {
+    let s = session(2, 3).mark().step(1, 100).surface();
+    let words = s.encode();
+    let back = CompactionSurface::decode(&words).expect("decodes");
+    assert_eq!(back.nodes, s.nodes);
+    assert_eq!(back.anchors, s.anchors);
+    let code = |w: &[u32]| CompactionSurface::decode(w).unwrap_err().code();
+    let mut wrong = words.clone();
+    wrong[0] = FORMAT + 1;
+    assert_eq!(code(&wrong), "INVALID_ARGUMENT");
+    let mut flags = words.clone();
+    flags[2] = 1;
+    assert_eq!(code(&flags), "INVALID_ARGUMENT");
+    assert_eq!(code(&words[..words.len() - 1]), "INVALID_ARGUMENT");
+    // A tool result claiming to be a rewind report.
+    let mut b = Build::default().step(1, 10);
+    b.nodes[1].source = Source::RewindReport;
+    assert!(CompactionSurface::new(b.seq, vec![], b.nodes, b.sets).is_err());
+}
+
+#[test]
+fn no_plan_without_a_tail_or_a_useful_range() {
+    let one = Build::default().user(100).surface();
+    assert_eq!(plan(&one, &pressure(&one, 10, 0)), None);
+    // Only an open call after the prompt: no valid cut keeps the tail.
+    let open = Build::default().user(100).step_in(1, 0, 0, &[]).surface();
+    assert_eq!(plan(&open, &pressure(&open, 10, 0)), None);
+}
+
+#[test]
+fn every_call_keeps_its_result_and_the_tail_keeps_its_budget() {
+    let s = session(6, 5).surface();
+    let p = plan(&s, &pressure(&s, 20_000, 3_000)).expect("a plan");
+    assert!(s.valid_cuts()[p.end_pos]);
+    let tail: u64 = s.nodes[p.end_pos..].iter().map(|n| u64::from(n.tokens)).sum();
+    assert!(tail >= 3_000, "tail {tail}");
+    assert!(p.relieves, "{p:?}");
+    // Results of a call inside the range are inside it too.
+    for (i, n) in s.nodes.iter().enumerate() {
+        if let Some(opener) = n.opener {
+            let p_inside = s.nodes[..p.end_pos].iter().any(|m| m.seq == opener);
+            assert_eq!(p_inside, i < p.end_pos);
+        }
+    }
+}
+
+#[test]
+fn ends_on_the_models_lines_not_on_a_prompt_whose_answer_stays() {
+    let s = session(6, 5).surface();
+    let p = plan(&s, &pressure(&s, 20_000, 3_000)).expect("a plan");
+    assert_ne!(s.nodes[p.end_pos - 1].source, Source::User);
+    assert!(!p.splits.any());
+}
+
+#[test]
+fn never_inside_an_active_exploration_when_an_earlier_range_relieves() {
+    // Four finished turns, then a checkpoint and an exploration still going on.
+    let s = session(4, 4)
+        .user(200)
+        .mark()
+        .step(1, 3000)
+        .step(2, 4000)
+        .step(1, 4000)
+        .surface();
+    let params = pressure(&s, total(&s) - 2_000, 2_500);
+    let p = plan(&s, &params).expect("a plan");
+    assert!(!p.splits.active_exploration, "{p:?}");
+    assert!(p.relieves);
+    // The latest valid cut within the retention is inside the exploration: basic would cut there.
+    let inside = (1..s.nodes.len())
+        .rev()
+        .find(|&c| s.valid_cuts()[c] && s.nodes[c..].iter().map(|n| u64::from(n.tokens)).sum::<u64>() >= 2_500)
+        .unwrap();
+    assert!(plan_at(&s, &params, inside).unwrap().splits.active_exploration);
+}
+
+#[test]
+fn splits_an_exploration_only_when_nothing_else_relieves() {
+    // The exploration holds almost everything: only a cut inside it relieves.
+    let s = Build::default()
+        .user(200)
+        .mark()
+        .step(1, 100)
+        .step(2, 8000)
+        .step(2, 8000)
+        .step(2, 8000)
+        .step(1, 400)
+        .surface();
+    let p = plan(&s, &pressure(&s, total(&s) - 1_000, 300)).expect("a plan");
+    assert!(p.splits.active_exploration);
+    assert!(p.relieves);
+}
+
+#[test]
+fn open_blocks_are_not_split_and_closed_blocks_go_whole() {
+    // Block 1 closed (interleaved with block 2, whose program is still running at the tail).
+    let s = Build::default()
+        .user(200)
+        .step_in(1, 1, 6000, &[1])
+        .step_in(1, 1, 6000, &[1])
+        .say(300)
+        .step_in(1, 1, 6000, &[2])
+        .step_in(1, 1, 6000, &[2])
+        .step_in(1, 1, 6000, &[1])
+        .say(300)
+        .step_in(1, 1, 500, &[2])
+        .step_in(1, 0, 0, &[2])
+        .surface();
+    let p = plan(&s, &pressure(&s, total(&s) - 1_500, 200)).expect("a plan");
+    // Every cut after block 2 began is inside it; every one before is inside block 1: the closed one is cut.
+    assert!(!p.splits.open_block, "{p:?}");
+    assert!(p.splits.closed_block, "{p:?}");
+
+    // Two closed blocks one after the other: the range takes block 1 whole, not half of block 3,
+    // though a cut inside block 3 is later and relieves too.
+    let s = Build::default()
+        .user(200)
+        .step_in(1, 1, 6000, &[1])
+        .step_in(1, 1, 6000, &[1])
+        .say(300)
+        .step_in(1, 1, 6000, &[3])
+        .step_in(1, 1, 6000, &[3])
+        .step_in(1, 1, 6000, &[3])
+        .user(100)
+        .step(1, 300)
+        .surface();
+    let params = pressure(&s, total(&s) - 2_000, 2_000);
+    let p = plan(&s, &params).expect("a plan");
+    assert!(!p.splits.any(), "{p:?}");
+    assert_eq!(p.end_pos, 6);
+    let inside = plan_at(&s, &params, 10).unwrap();
+    assert!(inside.relieves && inside.splits.closed_block);
+}
+
+#[test]
+fn model_written_text_is_carried_and_tool_work_condensed() {
+    let s = Build::default()
+        .replacement(Source::ForeignSummary, 2000)
+        .user(300)
+        .step(2, 6000)
+        .replacement(Source::RewindReport, 1200)
+        .step(1, 6000)
+        .replacement(Source::BlockSummary, 800)
+        .user(9000)
+        .step(2, 6000)
+        .say(200)
+        .user(100)
+        .step(1, 200)
+        .surface();
+    let p = plan(&s, &pressure(&s, total(&s) - 3_000, 100)).expect("a plan");
+    assert_eq!(p.degraded, 0);
+    for item in &p.items {
+        match (item.source, item.treatment) {
+            (Source::Work, Treatment::Condense { max_chars }) => assert!(u64::from(max_chars) < item.chars),
+            (Source::User, Treatment::Cut { head, tail }) => {
+                assert!(item.chars > 4000);
+                assert_eq!(head + tail, 4000);
+            }
+            (source, Treatment::Verbatim) => assert_ne!(source, Source::Work),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    let kinds: Vec<Source> = p.items.iter().map(|i| i.source).collect();
+    assert_eq!(
+        &kinds[..7],
+        [
+            Source::ForeignSummary,
+            Source::User,
+            Source::Work,
+            Source::RewindReport,
+            Source::Work,
+            Source::BlockSummary,
+            Source::User
+        ]
+    );
+}
+
+#[test]
+fn over_budget_earlier_summaries_become_pointers_first() {
+    let s = Build::default()
+        .replacement(Source::CompactionSummary, 20_000)
+        .user(400)
+        .replacement(Source::RewindReport, 3000)
+        .step(2, 8000)
+        .step(2, 8000)
+        .say(100)
+        .user(50)
+        .step(1, 100)
+        .surface();
+    let mut params = pressure(&s, total(&s) - 4_000, 50);
+    params.max_summary_tokens = 2_000;
+    let p = plan(&s, &params).expect("a plan");
+    assert!(p.degraded >= 1);
+    let of = |src: Source| p.items.iter().find(|i| i.source == src).unwrap().treatment;
+    assert_eq!(of(Source::CompactionSummary), Treatment::Pointer);
+    assert_eq!(of(Source::User), Treatment::Verbatim);
+    assert!(p.summary_tokens <= 2_000 + 50, "{p:?}");
+}
+
+#[test]
+fn overflow_reduces_as_far_as_it_can_and_keeps_the_newest_unit() {
+    let s = session(3, 3).step(3, 500).surface();
+    let p = plan(
+        &s,
+        &Params {
+            trigger: Trigger::Overflow,
+            total_tokens: total(&s),
+            threshold_tokens: 0,
+            retain_tokens: 0,
+            max_summary_tokens: 8192,
+            paste_chars: 4000,
+        },
+    )
+    .expect("a plan");
+    // The last step (an assistant node and its three results) stays.
+    assert_eq!(p.end_pos, s.nodes.len() - 4);
+}
+
+#[test]
+fn manual_compaction_prefers_a_clean_cut() {
+    let s = session(3, 3).user(100).mark().step(1, 3000).step(1, 3000).surface();
+    let p = plan(
+        &s,
+        &Params {
+            trigger: Trigger::Manual,
+            total_tokens: total(&s),
+            threshold_tokens: 0,
+            retain_tokens: 0,
+            max_summary_tokens: 8192,
+            paste_chars: 4000,
+        },
+    )
+    .expect("a plan");
+    assert!(!p.splits.any());
+    assert_ne!(s.nodes[p.end_pos - 1].source, Source::User);
+}
+
+#[test]
+fn a_range_that_cannot_shrink_is_not_planned() {
+    // Only an earlier summary and a tiny step: carrying the summary cannot be smaller.
+    let s = Build::default()
+        .replacement(Source::CompactionSummary, 4000)
+        .step(1, 10)
+        .say(10)
+        .surface();
+    let manual = Params {
+        trigger: Trigger::Manual,
+        total_tokens: total(&s),
+        threshold_tokens: 0,
+        retain_tokens: 0,
+        max_summary_tokens: 8192,
+        paste_chars: 4000,
+    };
+    let p = plan(&s, &manual);
+    assert!(p.is_none() || p.unwrap().degraded > 0);
+}
