@@ -61,6 +61,24 @@ export type BlockPlan =
     }
 
 /**
+ * `planCompaction`'s pressure and budgets, in the snapshot's tokens (DSH's token meter).
+ * `thresholdTokens` and `retainTokens` matter under `pressure` only.
+ */
+export interface CompactionParams {
+  trigger: 'pressure' | 'context-overflow' | 'manual'
+  /** The request's price now (envelope + surface). */
+  totalTokens: number
+  /** Compact at or above this; a pass should bring the request below it. */
+  thresholdTokens: number
+  /** The tail kept verbatim. */
+  retainTokens: number
+  /** Most tokens the summary may take. */
+  maxSummaryTokens: number
+  /** A user message longer than this many chars is cut (head and tail kept). */
+  pasteChars: number
+}
+
+/**
  * Which binding artifact the generated loader actually loaded: `'native'` for
  * a native addon, otherwise the `platformArchABI` of the WASI flavor. Every
  * flavor napi-rs can build is listed, because `NAPI_RS_NATIVE_LIBRARY_PATH`
@@ -80,6 +98,64 @@ export interface BlockCommitPlan {
   remaining: string[]
   /** The targets, in request order. */
   closed: string[]
+}
+
+/** One item of the summary: a run of range positions and what becomes of it. */
+export interface CompactionItem {
+  /** `work`, `user`, `rewind-report`, `block-summary`, `compaction-summary` or `foreign-summary`. */
+  source: 'work' | 'user' | 'rewind-report' | 'block-summary' | 'compaction-summary' | 'foreign-summary'
+  /** First surface position (index into the range's `seqs`). */
+  start: number
+  /** One past the last surface position. */
+  end: number
+  /** Visible chars of the item as it stands. */
+  chars: number
+  /**
+   * `verbatim`, `cut` (head and tail kept), `condense` (the extractive report, at most
+   * `maxChars`) or `pointer` (one line; recall returns it).
+   */
+  treatment: 'verbatim' | 'cut' | 'condense' | 'pointer'
+  head?: number
+  tail?: number
+  maxChars?: number
+}
+
+/** What a compaction replaces: surface positions `[startPos, endPos)`. */
+export interface CompactionPlan {
+  /** Surface position of the first replaced node. */
+  startPos: number
+  /** One past the last replaced node's surface position. */
+  endPos: number
+  /** Seq of the first replaced node (the replace op's `start`). */
+  start: number
+  /** Seq of the last replaced node (the replace op's `end`). */
+  end: number
+  /** The replaced nodes' seqs in model order. */
+  seqs: Uint32Array
+  /** Their price in the snapshot's tokens. */
+  rangeTokens: number
+  /** The summary body's budget in chars. */
+  budgetChars: number
+  items: Array<CompactionItem>
+  /** The summary's estimated price. */
+  summaryTokens: number
+  /** The request's estimated price after the replace. */
+  projectedTokens: number
+  /** Whether the projection is under the threshold (always true but under pressure). */
+  relieves: boolean
+  splits: CompactionSplits
+  /** Items reduced to pointers to fit the budget. */
+  degraded: number
+}
+
+/** What the cut splits. */
+export interface CompactionSplits {
+  /** Inside the exploration of an active checkpoint mark. */
+  activeExploration: boolean
+  /** Inside a block with a call still open. */
+  openBlock: boolean
+  /** Inside a closed block's span. */
+  closedBlock: boolean
 }
 
 /**
@@ -102,6 +178,12 @@ export declare function extractiveReport(messagesJson: string, options?: ReportO
 
 /** Every error code dsh-fold can produce. */
 export declare function foldErrorCodes(): Array<string>
+
+/**
+ * Whether a rewind (or a mark) of `sessionId` holds the session's fold lock right now in this
+ * process. Only looks: never takes the lock.
+ */
+export declare function foldInProgress(sessionId: unknown): boolean
 
 /**
  * What `commit` must append: a `user/message` with `surfaceOp: {op:'replace', start, end}`
@@ -191,6 +273,18 @@ export declare function openStore(store: StoreRef): Promise<void>
  * or why it must wait. Pure and synchronous; writes nothing.
  */
 export declare function planBlockSummary(sessionId: string, snapshot: Uint32Array, targets: string[], requestSeq: number): BlockPlan
+
+/**
+ * Plans a compaction: what it replaces and how its summary is made, or `null` when no useful
+ * range exists. Pure and synchronous; writes nothing.
+ */
+export declare function planCompaction(snapshot: Uint32Array, params: CompactionParams): CompactionPlan | null
+
+/**
+ * The items and budget of an explicit range of surface positions `[start, end)` (DSH's
+ * `compactRegion`). Pure and synchronous; writes nothing.
+ */
+export declare function planCompactionRange(snapshot: Uint32Array, params: CompactionParams, start: number, end: number): CompactionPlan
 
 /** The commit-time check: does `snapshot` still select exactly `plan`'s region? */
 export declare function planMatches(plan: FoldPlan | FoldRegion, snapshot: Uint32Array): boolean

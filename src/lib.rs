@@ -3,11 +3,13 @@
 //! Errors are JS `Error`s with a stable `code` (see `FoldError::code`), rejected or thrown on the
 //! JS thread. Here: the fold's rules alone (`selectRegion`, `planMatches`) and the error helpers.
 //! The JS shapes are in `types.rs`; the store's exports in `store.rs`; `rewind` (the fold, driven
-//! from the JS thread) in `rewind.rs`; block mode's planner in `blocks.rs`; recall's matcher in
+//! from the JS thread) in `rewind.rs`; block mode's planner in `blocks.rs`; the compaction policy's
+//! planner in `compaction.rs`; recall's matcher in
 //! `recall.rs`; the extractive report in `report.rs`; zstd in `zstd.rs`.
 
 mod abort;
 mod blocks;
+mod compaction;
 mod convert;
 mod host;
 mod recall;
@@ -26,6 +28,9 @@ use napi::{Env, ValueType};
 use napi_derive::napi;
 
 pub use crate::blocks::{plan_block_summary, BlockCommitPlan};
+pub use crate::compaction::{
+    fold_in_progress, plan_compaction, plan_compaction_range, CompactionItem, CompactionPlan, CompactionSplits,
+};
 use crate::convert::{arg_or_throw, throw};
 pub use crate::recall::{recall_search, RecallSearch};
 pub use crate::report::{extractive_report, ReportOptions};

@@ -59,3 +59,21 @@ export type BlockPlan =
       /** What the summary waits for, in words for the model's note. */
       reason: string
     }
+
+/**
+ * `planCompaction`'s pressure and budgets, in the snapshot's tokens (DSH's token meter).
+ * `thresholdTokens` and `retainTokens` matter under `pressure` only.
+ */
+export interface CompactionParams {
+  trigger: 'pressure' | 'context-overflow' | 'manual'
+  /** The request's price now (envelope + surface). */
+  totalTokens: number
+  /** Compact at or above this; a pass should bring the request below it. */
+  thresholdTokens: number
+  /** The tail kept verbatim. */
+  retainTokens: number
+  /** Most tokens the summary may take. */
+  maxSummaryTokens: number
+  /** A user message longer than this many chars is cut (head and tail kept). */
+  pasteChars: number
+}

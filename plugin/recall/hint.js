@@ -1,6 +1,6 @@
 /**
  * @module plugin/recall/hint
- * The one line that ends a fold's report and a block summary when the `recall` tool is
+ * The one line that ends a fold's report, a block summary and a compaction summary when the `recall` tool is
  * mounted: the model learns that the folded details are not gone and exactly how to get them
  * back. Producers call `recallHint(ctx, target, language)` when they build the replacement's
  * text and append what it returns (an empty string when no recall service is mounted, so a
@@ -26,11 +26,11 @@ const LINES = {
 /**
  * The hint line for `target`, built from the configured tool name.
  * @param {string} toolName
- * @param {{fold: number} | {block: string}} target
+ * @param {{fold: number} | {block: string} | {compaction: string}} target
  * @param {'en' | 'zh'} [language]
  */
 export function hintLine(toolName, target, language = 'en') {
-  const arg = 'fold' in target ? `"fold": ${target.fold}` : `"block": ${JSON.stringify(target.block)}`
+  const arg = 'fold' in target ? `"fold": ${target.fold}` : 'block' in target ? `"block": ${JSON.stringify(target.block)}` : `"compaction": ${JSON.stringify(target.compaction)}`
   return (LINES[language] ?? LINES.en)(toolName, arg)
 }
 
@@ -38,7 +38,7 @@ export function hintLine(toolName, target, language = 'en') {
  * The hint to append to a replacement's text (with its leading blank line), or `''` when no
  * `recall` service is mounted on `ctx`.
  * @param {any} ctx a cordis context (the producer's own)
- * @param {{fold: number} | {block: string}} target
+ * @param {{fold: number} | {block: string} | {compaction: string}} target
  * @param {'en' | 'zh'} [language]
  * @returns {string}
  */

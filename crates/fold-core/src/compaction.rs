@@ -400,6 +400,31 @@ impl CompactionSurface {
         valid
     }
 
+    /// Whether each cut is a balanced edge: no call crosses it (an open call crosses every cut
+    /// after it; `start` only names the caller's range start and changes nothing for now).
+    fn valid_cuts_between(&self, _start: usize) -> Vec<bool> {
+        let n = self.nodes.len();
+        let mut crossing = vec![0i64; n + 2];
+        for (i, opener) in self.pairing.opener_pos.iter().enumerate() {
+            if let Some(p) = *opener {
+                crossing[p + 1] += 1;
+                crossing[i + 1] -= 1;
+            }
+        }
+        for (i, node) in self.nodes.iter().enumerate() {
+            if node.kind == Kind::Assistant && self.pairing.answered[i] < node.opens {
+                crossing[i + 1] += 1;
+            }
+        }
+        let mut acc = 0i64;
+        (0..=n)
+            .map(|c| {
+                acc += crossing[c];
+                acc == 0
+            })
+            .collect()
+    }
+
     /// The block id set a node belongs to (rule 3).
     fn attributed(&self, i: usize) -> Option<u32> {
         let node = &self.nodes[i];
@@ -523,7 +548,9 @@ impl Splits {
 /// What a compaction replaces and how its summary is made.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
-    /// The range is surface positions `[0, end_pos)`.
+    /// The range is surface positions `[start_pos, end_pos)` (`start_pos` is 0 but for
+    /// [`plan_range`]).
+    pub start_pos: usize,
     pub end_pos: usize,
     /// Its nodes' seqs in model order (the shadowed seqs).
     pub seqs: Vec<u32>,
@@ -663,7 +690,7 @@ pub fn plan(surface: &CompactionSurface, params: &Params) -> Option<Plan> {
     Some(allocate(
         surface,
         params,
-        chosen,
+        (0, chosen),
         prefix[chosen],
         budget(chosen),
         splits(chosen),
@@ -687,10 +714,44 @@ pub fn plan_at(surface: &CompactionSurface, params: &Params, c: usize) -> Option
     Some(allocate(
         surface,
         params,
-        c,
+        (0, c),
         range_tokens,
         budget_chars(params, range_tokens),
         splits,
+    ))
+}
+
+/// The items and budget of an explicit range, surface positions `[start, end)` (DSH's
+/// `compactRegion`: the caller chose it). Rule 4 does not apply; rules 5 and 6 do, with the
+/// budget of a `/compact`.
+///
+/// # Errors
+/// `INVALID_ARGUMENT` when the range is empty, out of bounds, or not cut at valid edges.
+pub fn plan_range(surface: &CompactionSurface, params: &Params, start: usize, end: usize) -> Result<Plan> {
+    let n = surface.nodes.len();
+    if start >= end || end > n {
+        return Err(FoldError::invalid(format!(
+            "range [{start}, {end}) is not a non-empty range of the {n} surface nodes"
+        )));
+    }
+    let valid = surface.valid_cuts_between(start);
+    if !valid[start] || !valid[end] {
+        return Err(FoldError::invalid(format!(
+            "range [{start}, {end}) splits a tool call from its result at its {} edge",
+            if valid[start] { "end" } else { "start" }
+        )));
+    }
+    let range_tokens = surface.nodes[start..end].iter().map(|x| u64::from(x.tokens)).sum();
+    let mut manual = *params;
+    manual.trigger = Trigger::Manual;
+    let budget = budget_chars(&manual, range_tokens);
+    Ok(allocate(
+        surface,
+        &manual,
+        (start, end),
+        range_tokens,
+        budget,
+        Splits::default(),
     ))
 }
 
@@ -710,18 +771,18 @@ fn budget_chars(params: &Params, range_tokens: u64) -> u64 {
 fn allocate(
     surface: &CompactionSurface,
     params: &Params,
-    c: usize,
+    (s, c): (usize, usize),
     range_tokens: u64,
     budget: u64,
     splits: Splits,
 ) -> Plan {
-    let nodes = &surface.nodes[..c];
+    let nodes = &surface.nodes[s..c];
     let mut items: Vec<Item> = Vec::new();
     for (i, node) in nodes.iter().enumerate() {
         let chars = u64::from(node.chars);
         match items.last_mut() {
             Some(last) if node.source == Source::Work && last.source == Source::Work => {
-                last.end_pos = i + 1;
+                last.end_pos = s + i + 1;
                 last.chars += chars;
             }
             _ => {
@@ -738,8 +799,8 @@ fn allocate(
                 };
                 items.push(Item {
                     source: node.source,
-                    start_pos: i,
-                    end_pos: i + 1,
+                    start_pos: s + i,
+                    end_pos: s + i + 1,
                     chars,
                     treatment,
                 });
@@ -821,6 +882,7 @@ fn allocate(
     let projected_tokens = params.total_tokens.saturating_sub(range_tokens) + summary_tokens;
     let relieves = params.trigger != Trigger::Pressure || projected_tokens < params.threshold_tokens;
     Plan {
+        start_pos: s,
         end_pos: c,
         seqs: nodes.iter().map(|n| n.seq).collect(),
         range_tokens,

@@ -1,0 +1,142 @@
+/**
+ * The `dsh-fold/compaction` backend on real DSH parts: pressure from the real AgentLoop +
+ * TokenMeter + SessionStore, `/compact` through the real dsh-command-compact, overflow recovery,
+ * the bracket and the lock as DSH's invariant companions check them.
+ */
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+
+import { ManualCompactionError } from '@deepseek-ai/dsh-compaction'
+
+import { agentOn, bootHost, compactionsOf, PressureModel, probe, prompt, protocolProblems, textOf } from './harness.mjs'
+
+/** A turn of `steps` steps, each probing two files, then a final answer. @param {number} steps */
+const exploring = (steps, tag = 'p') => (/** @type {any} */ _o, /** @type {number} */ n) =>
+  n % (steps + 1) === steps ? { text: `Done with turn ${Math.floor(n / (steps + 1))}: the checksum fix goes in src/${tag}.rs.` } : { calls: [probe(`${tag}${n}a`, `src/${tag}/${n}a.rs`), probe(`${tag}${n}b`, `src/${tag}/${n}b.rs`)] }
+
+describe('pressure on the real agent loop', () => {
+  it('compacts at a step boundary with zero model calls, under the threshold, every call with its result', async () => {
+    const model = new PressureModel({ contextWindow: 8000, script: exploring(8) })
+    const root = await bootHost({ model })
+    const agent = await agentOn(root)
+    await prompt(agent, 'Find why the checksum fails in src/p and fix it. Keep the public API unchanged.')
+    const session = agent.session
+    const compactions = compactionsOf(session)
+    assert.ok(compactions.length >= 1, 'no compaction happened')
+    assert.equal(model.summaryRequests.length, 0, 'a model call was made for the summary')
+    for (const c of compactions) {
+      assert.equal(c.start.type, 'compaction/start')
+      assert.equal(c.summary.type, 'compaction/summary')
+      assert.equal(c.end.type, 'compaction/end')
+      assert.equal(c.end.data.error, undefined)
+      assert.equal(typeof c.start.data.turn, 'number')
+      assert.equal(c.replacement.data.source.compactionId, c.start.data.compactionId)
+      assert.equal(c.summary.data.provider, 'dsh-fold')
+      assert.ok(c.replacement.data.source.foldCompaction)
+    }
+    // Every request after the compaction was protocol-valid and under the window.
+    for (const request of model.requests) assert.deepEqual(protocolProblems(request.messages), [])
+    const measured = root.tokenMeter.measure(session)
+    assert.ok(measured.totalTokens < 8000, `still ${measured.totalTokens} tokens`)
+    // The user's words are in the summary word for word.
+    const summary = textOf(compactions[0].replacement.data)
+    assert.match(summary, /Find why the checksum fails in src\/p and fix it\. Keep the public API unchanged\./)
+    assert.match(summary, /<compacted-summary>/)
+    assert.match(summary, /error: src\/p\/\d+a\.rs: checksum mismatch at line 7/)
+  })
+
+  it('compaction-basic on the same session calls the model for its summary', async () => {
+    const model = new PressureModel({ contextWindow: 8000, script: exploring(8) })
+    const root = await bootHost({ model, backend: 'basic' })
+    const agent = await agentOn(root)
+    await prompt(agent, 'Find why the checksum fails in src/p and fix it.')
+    assert.ok(compactionsOf(agent.session).length >= 1)
+    assert.ok(model.summaryRequests.length >= 1)
+    assert.equal(model.summaryRequests[0].purpose, 'compaction')
+  })
+
+  it('does nothing below the threshold', async () => {
+    const model = new PressureModel({ contextWindow: 200_000, script: exploring(3) })
+    const root = await bootHost({ model })
+    const agent = await agentOn(root)
+    await prompt(agent, 'Look around.')
+    assert.equal(compactionsOf(agent.session).length, 0)
+  })
+
+  it('with auto: false only /compact compacts', async () => {
+    const model = new PressureModel({ contextWindow: 8000, script: exploring(8) })
+    const root = await bootHost({ model, config: { auto: false } })
+    const agent = await agentOn(root)
+    await prompt(agent, 'Look around.')
+    assert.equal(compactionsOf(agent.session).length, 0)
+  })
+})
+
+describe('/compact through the real dsh-command-compact', () => {
+  it('compacts between turns in a standalone bracket and flushes', async () => {
+    const model = new PressureModel({ contextWindow: 200_000, script: exploring(4) })
+    const root = await bootHost({ model })
+    const agent = await agentOn(root)
+    await prompt(agent, 'First task: map src/p.')
+    await prompt(agent, 'Second task: now src/q.')
+    const execution = await root.commands.execute(agent, '/compact', [], AbortSignal.timeout(10_000))
+    assert.equal(execution.result.kind, 'success', execution.result.text)
+    assert.match(execution.result.text, /^Compacted \d+ history items/)
+    const [c] = compactionsOf(agent.session)
+    assert.equal(c.start.data.turn, null)
+    assert.equal(c.replacement.data.source.sourceCommandId, c.start.data.sourceCommandId)
+    assert.ok(c.start.data.sourceCommandId)
+    assert.deepEqual(protocolProblems(agent.session.deriveMessages()), [])
+    // The next turn runs on the compacted surface.
+    await prompt(agent, 'Third task.')
+    assert.deepEqual(protocolProblems(model.requests.at(-1).messages), [])
+  })
+
+  it('says there is nothing to compact on a fresh session', async () => {
+    const model = new PressureModel({ contextWindow: 200_000, script: () => ({ text: 'hi' }) })
+    const root = await bootHost({ model })
+    const agent = await agentOn(root)
+    await prompt(agent, 'Hello.')
+    const execution = await root.commands.execute(agent, '/compact', [], AbortSignal.timeout(10_000))
+    assert.equal(execution.result.text, 'No compactable history yet.')
+  })
+
+  it('is busy while another producer holds a live bracket, and a stale one before session/end-seed does not block', async () => {
+    const model = new PressureModel({ contextWindow: 200_000, script: exploring(4) })
+    const root = await bootHost({ model })
+    const agent = await agentOn(root)
+    await prompt(agent, 'Map src/p.')
+    const session = agent.session
+    session.append('compaction/start', { compactionId: 'other-producer', turn: null })
+    await assert.rejects(root.compaction.compactNow(agent, AbortSignal.timeout(10_000)), (e) => e instanceof ManualCompactionError && e.code === 'busy')
+    const execution = await root.commands.execute(agent, '/compact', [], AbortSignal.timeout(10_000))
+    assert.match(execution.result.text, /active compaction/)
+    assert.equal(compactionsOf(session).length, 0)
+  })
+})
+
+describe('context overflow', () => {
+  it('recovers from the provider\'s context-overflow error by compacting and retrying', async () => {
+    let refused = false
+    const model = new PressureModel({
+      contextWindow: 1_000_000,
+      script: exploring(5),
+      fail: (/** @type {any} */ _o, /** @type {number} */ n) => {
+        if (n === 4 && !refused) {
+          refused = true
+          return { code: 'CONTEXT_WINDOW_EXCEEDED', message: 'maximum context length exceeded' }
+        }
+        return undefined
+      },
+    })
+    const root = await bootHost({ model })
+    const agent = await agentOn(root)
+    await prompt(agent, 'Map src/p.')
+    assert.ok(refused)
+    const [c] = compactionsOf(agent.session)
+    assert.ok(c, 'no compaction after the overflow')
+    assert.equal(c.replacement.data.source.foldCompaction.trigger, 'context-overflow')
+    assert.ok(model.requests.length >= 6, 'the refused request was not retried')
+    assert.deepEqual(protocolProblems(model.requests.at(-1).messages), [])
+  })
+})

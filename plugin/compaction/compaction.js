@@ -1,0 +1,418 @@
+/**
+ * @module plugin/compaction/compaction
+ * `dsh-fold/compaction`: a DSH compaction backend (`ctx.compaction`, a `CompactionEngine` from
+ * `@deepseek-ai/dsh-compaction`), a drop-in for dsh-base's `compaction-basic` row that knows the
+ * model's structure and needs no model call.
+ *
+ * Contract (DSH's, `@deepseek-ai/dsh-compaction` README "Surface contract" and "Blocking"):
+ * - one transaction for every entry point: the range is validated (balanced edges, checked with
+ *   the package's `toolPairingBalancedBefore/After`), the durable lock checked — a live
+ *   `compaction/start` (no end, no later `session/end-seed`) is `busy` — and a rewind holding the
+ *   session's fold lock makes a compaction decline (`busy` for `/compact`, `null` under
+ *   pressure); then `compaction/start` is appended synchronously, the summary written, and
+ *   `compaction/summary` (range, shadowed seqs, the meter's shadow price, provider/model),
+ *   the replacement `user/message` (`compactCheckpointSource(compactionId)`, `surfaceOp:
+ *   replace`, `sourceEventSeqs` [start, summary, ...shadowed]) and `compaction/end` follow.
+ *   Any failure after the start makes exactly one `compaction/end {error}` attempt. With the
+ *   extractive summarizer nothing yields between the start and the end.
+ * - automatic brackets belong to the open turn; `/compact`'s (`compactNow`) to no turn
+ *   (`turn: null`, idle admission reserved through `agent.runMaintenance`, flushed before it
+ *   resolves); failures are `ManualCompactionError`s (`busy | cancelled | changed | summary |
+ *   commit | persistence`).
+ * - pressure at step boundaries (`agent/pre-step`) from `ctx.tokenMeter.measure()` against the
+ *   routed model's context window (`ctx.llm.resolveModelInfo`), with compaction-basic's policy
+ *   keys; provider context overflow (`agent/request-error`, `CONTEXT_WINDOW_EXCEEDED`) retried
+ *   after a reduction, at most `maxOverflowRetries` times per idle period.
+ *
+ * What is new is the policy (`crates/fold-core/src/compaction.rs`, through the addon's
+ * `planCompaction`): where the range ends and what the summary carries; `summary.js` writes it.
+ */
+import { randomUUID } from 'node:crypto'
+
+import { CompactionEngine, CompactionId, ManualCompactionError, compactCheckpointSource, toolPairingBalancedAfter, toolPairingBalancedBefore } from '@deepseek-ai/dsh-compaction'
+import { CONTEXT_WINDOW_EXCEEDED_CODE, createUserMessage, errorChain } from '@deepseek-ai/dsh-llm'
+
+import { addon } from '../shared/addon.js'
+import { Config, budgets, policyFor, resolveConfig } from './config.js'
+import { bracketState } from './lock.js'
+import { OWN_MARKER, compactionSnapshot } from './snapshot.js'
+import { composeSummary, llmSummary, routeOf } from './summary.js'
+
+export { Config }
+
+/** The provider/model `compaction/summary` names for a summary written without a model call. */
+export const EXTRACTIVE_ROUTE = Object.freeze({ provider: 'dsh-fold', model: 'extractive' })
+
+/** A summary that could not be written smaller than its range, or whose call failed. */
+class SummaryError extends Error {}
+/** The range changed while an `llm` summary was being written. */
+class ChangedError extends Error {}
+
+/** @param {any} session */
+const routedTarget = (session) => {
+  const c = session.requestHeader?.()?.config
+  return c?.provider && c?.model ? { provider: c.provider, model: c.model } : undefined
+}
+
+/** The `dsh-fold/compaction` backend. */
+export default class FoldCompactionEngine extends CompactionEngine {
+  static inject = ['llm', 'tokenMeter', 'sessions']
+  static Config = Config
+
+  /** Not `#private`: cordis calls service methods with `this` bound to its tracing proxy. */
+  overflowRetries = new WeakMap()
+  overflowAgents = new WeakMap()
+  warnedTargets = new Set()
+
+  /** @param {any} ctx @param {Record<string, any>} [config] */
+  constructor(ctx, config = {}) {
+    super(ctx)
+    this.config = resolveConfig(config)
+    if (this.config.auto) this._registerAutomatic()
+  }
+
+  _registerAutomatic() {
+    const { ctx } = this
+    const log = (/** @type {any} */ r, /** @type {string} */ why) =>
+      ctx.logger?.info?.(`compaction (${why}): ${r.shadowedSeqs.length} surface nodes (seqs ${r.shadowedRange.start}-${r.shadowedRange.end}, ~${r.shadowedTokenCount} tokens) into ~${r.foldCompaction?.summaryTokens ?? '?'} tokens`)
+    ctx.on('agent/pre-step', async (/** @type {any} */ { agent, signal }, /** @type {() => any} */ next) => {
+      if (!signal?.aborted) {
+        try {
+          const result = await this.compactIfNeeded(agent, 'pressure', signal)
+          if (result) log(result, 'step pressure')
+        } catch (error) {
+          const key = /** @type {any} */ (error)?.targetKey
+          if (key === undefined || !this.warnedTargets.has(key)) {
+            if (key !== undefined) this.warnedTargets.add(key)
+            ctx.logger?.warn?.(`step compaction failed: ${/** @type {Error} */ (error)?.message ?? error}; continuing the turn`)
+          }
+        }
+      }
+      return next()
+    })
+    ctx.on('agent/status', (/** @type {any} */ { agent, status }) => {
+      if (status === 'idle') this.overflowRetries.delete(agent)
+    })
+    ctx.on('session/event', (/** @type {any} */ session, /** @type {any} */ event) => {
+      if (event.type !== 'assistant/message') return
+      const agent = this.overflowAgents.get(session)
+      if (agent !== undefined) this.overflowRetries.delete(agent)
+    })
+    ctx.on('agent/request-error', async (/** @type {any} */ { agent, failure, signal }, /** @type {() => any} */ next) => {
+      if (failure?.code !== CONTEXT_WINDOW_EXCEEDED_CODE || signal?.aborted) return next()
+      this.overflowAgents.set(agent.session, agent)
+      const target = routedTarget(agent.session)
+      if (!target) return next()
+      const retries = this.overflowRetries.get(agent) ?? 0
+      if (retries >= policyFor(this.config, target).maxOverflowRetries) return next()
+      const generation = agent.session.surface.replaceGeneration
+      let result = null
+      try {
+        result = await this.compactIfNeeded(agent, 'context-overflow', signal)
+      } catch (error) {
+        ctx.logger?.warn?.(`context-overflow compaction failed: ${/** @type {Error} */ (error)?.message ?? error}`)
+      }
+      if (signal?.aborted || agent.session.surface.replaceGeneration <= generation) return next()
+      if (result) log(result, 'context overflow recovery')
+      this.overflowRetries.set(agent, retries + 1)
+      return { kind: 'retry' }
+    })
+  }
+
+  /**
+   * Anchors (log lengths) of the session's active checkpoint marks, when a checkpoint service
+   * is mounted (dsh-fold's, or the reference's `latestMark`).
+   * @param {any} session @returns {Promise<number[]>}
+   */
+  async _anchors(session) {
+    const checkpoint = this.ctx.get?.('checkpoint')
+    if (typeof checkpoint?.latestMark !== 'function') return []
+    try {
+      const mark = await checkpoint.latestMark(session.id)
+      return mark && (mark.foldedAt === null || mark.foldedAt === undefined) && Number.isInteger(mark.logLength) ? [mark.logLength] : []
+    } catch {
+      // An unreadable checkpoint store: plan as if no mark were active (the rewind reports the store's error).
+      return []
+    }
+  }
+
+  /**
+   * Plans on the session as it is now.
+   * @param {any} session @param {'pressure' | 'context-overflow' | 'manual'} trigger
+   * @param {{totalTokens?: number, thresholdTokens?: number, retainTokens?: number}} pressure
+   * @param {number[]} anchors
+   */
+  _plan(session, trigger, pressure, anchors) {
+    const measurement = this.ctx.tokenMeter.measure(session)
+    const snapshot = compactionSnapshot(session, measurement, { anchors, blockToolName: this.config.blockToolName })
+    const plan = addon.planCompaction(snapshot, {
+      trigger,
+      totalTokens: measurement.totalTokens,
+      thresholdTokens: pressure.thresholdTokens ?? 0,
+      retainTokens: pressure.retainTokens ?? 0,
+      maxSummaryTokens: this.config.maxSummaryTokens,
+      pasteChars: this.config.pasteChars,
+    })
+    return { plan, measurement }
+  }
+
+  /**
+   * @param {any} agent @param {'pressure' | 'context-overflow'} trigger @param {AbortSignal} signal
+   * @returns {Promise<any>}
+   */
+  async compactIfNeeded(agent, trigger, signal) {
+    const session = agent.session
+    const target = routedTarget(session)
+    if (!target) return null
+    if (addon.foldInProgress(String(session.id))) return null
+    const policy = policyFor(this.config, target)
+    if (trigger === 'context-overflow') {
+      const anchors = await this._anchors(session)
+      const { plan, measurement } = this._plan(session, 'context-overflow', {}, anchors)
+      if (!plan) return null
+      return this._transact(agent, plan, measurement, { owner: 'turn', trigger, signal, policy })
+    }
+    const info = await this.ctx.llm.resolveModelInfo(target.provider, target.model, signal)
+    const targetKey = `${target.provider}/${target.model}`
+    if (bracketState(session).liveStart) throw new ManualCompactionError('busy', 'automatic pressure compaction: another compaction of this session is in progress')
+    const contextWindow = info?.context?.contextWindow
+    if (contextWindow === undefined) throw Object.assign(new Error(`dsh-fold/compaction: no context capacity for ${targetKey}; configure contextWindow on that adapter model`), { targetKey })
+    let spec
+    try {
+      spec = budgets(policy, contextWindow, targetKey)
+    } catch (e) {
+      throw Object.assign(/** @type {Error} */ (e), { targetKey })
+    }
+    if (this.ctx.tokenMeter.measure(session).totalTokens < spec.thresholdTokens) return null
+    const anchors = await this._anchors(session)
+    let result = null
+    for (let attempt = 0; attempt <= policy.compactionRetries; attempt++) {
+      // The step boundary's common case, below the threshold, costs one measurement.
+      if (this.ctx.tokenMeter.measure(session).totalTokens < spec.thresholdTokens) return result
+      const { plan, measurement } = this._plan(session, 'pressure', spec, anchors)
+      if (!plan) return result
+      result = await this._transact(agent, plan, measurement, { owner: 'turn', trigger, signal, policy })
+      if (this.ctx.tokenMeter.measure(session).totalTokens < spec.thresholdTokens) return result
+    }
+    throw new Error(`compaction still above threshold after ${policy.compactionRetries + 1} compaction pass(es) (${this.ctx.tokenMeter.measure(session).totalTokens} estimated tokens >= threshold ${spec.thresholdTokens})`)
+  }
+
+  /**
+   * `/compact`: compact useful history below any pressure, between turns.
+   * @param {any} agent @param {AbortSignal} signal @param {string} [sourceCommandId]
+   */
+  compactNow(agent, signal, sourceCommandId) {
+    signal.throwIfAborted()
+    try {
+      return agent.runMaintenance(async (/** @type {AbortSignal} */ agentSignal) => {
+        const operation = AbortSignal.any([agentSignal, signal])
+        try {
+          operation.throwIfAborted()
+          const session = agent.session
+          if (addon.foldInProgress(String(session.id))) throw new ManualCompactionError('busy', 'manual compaction: a rewind of this session is in progress')
+          const anchors = await this._anchors(session)
+          const { plan, measurement } = this._plan(session, 'manual', {}, anchors)
+          if (!plan) return null
+          const target = routedTarget(session) ?? routeOf(session, agent)
+          return await this._transact(agent, plan, measurement, {
+            owner: null,
+            trigger: 'manual',
+            signal: operation,
+            sourceCommandId,
+            policy: target ? policyFor(this.config, target) : this.config,
+            flush: () => this.ctx.sessions.flush(session),
+          })
+        } catch (error) {
+          if (agentSignal.aborted && operation.reason === agentSignal.reason) throw new ManualCompactionError('cancelled', 'manual compaction was cancelled', { cause: error })
+          operation.throwIfAborted()
+          throw error
+        }
+      })
+    } catch (error) {
+      throw new ManualCompactionError('busy', 'manual compaction requires an idle agent with no waking queued work', { cause: error })
+    }
+  }
+
+  /**
+   * Compacts surface nodes `[start, end]` (seqs, by surface position) of `agent.session`.
+   * @param {number} start @param {number} end @param {any} agent @param {AbortSignal} [signal]
+   */
+  async compactRegion(start, end, agent, signal) {
+    const session = agent.session
+    const nodes = session.surface.nodes
+    const startPos = nodes.indexOf(start)
+    const endPos = nodes.indexOf(end)
+    if (startPos < 0) throw new Error(`compactRegion: start seq ${start} not found in surface`)
+    if (endPos < 0) throw new Error(`compactRegion: end seq ${end} not found in surface`)
+    if (startPos > endPos) throw new Error(`compactRegion: start seq ${start} (position ${startPos}) is after end seq ${end} (position ${endPos}) on the surface`)
+    if (!toolPairingBalancedBefore(session, start)) throw new Error(`compactRegion: start seq ${start} is not a balanced boundary (would split a step's tool-call/result pair)`)
+    if (!toolPairingBalancedAfter(session, end)) throw new Error(`compactRegion: end seq ${end} is not a balanced boundary (would split a step, or the step is still open)`)
+    if (bracketState(session).liveStart) throw new ManualCompactionError('busy', 'compaction: compaction already in progress; the session compaction lock is already active')
+    const measurement = this.ctx.tokenMeter.measure(session)
+    const snapshot = compactionSnapshot(session, measurement, { anchors: await this._anchors(session), blockToolName: this.config.blockToolName })
+    const plan = addon.planCompactionRange(
+      snapshot,
+      { trigger: 'manual', totalTokens: measurement.totalTokens, thresholdTokens: 0, retainTokens: 0, maxSummaryTokens: this.config.maxSummaryTokens, pasteChars: this.config.pasteChars },
+      startPos,
+      endPos + 1,
+    )
+    const target = routedTarget(session) ?? routeOf(session, agent)
+    return this._transact(agent, plan, measurement, { owner: 'turn', trigger: 'region', signal, policy: target ? policyFor(this.config, target) : this.config })
+  }
+
+  /**
+   * The one transaction: lock, bracket, summary, commit (module docs).
+   * @param {any} agent @param {import('../../index.js').CompactionPlan} plan @param {any} measurement
+   * @param {{owner: 'turn' | null, trigger: string, signal?: AbortSignal, sourceCommandId?: string, policy: any, flush?: () => Promise<void>}} options
+   */
+  async _transact(agent, plan, measurement, { owner, trigger, signal, sourceCommandId, policy, flush }) {
+    const session = agent.session
+    const manual = owner === null
+    if (manual) signal?.throwIfAborted()
+    const state = bracketState(session)
+    if (state.liveStart) throw new ManualCompactionError('busy', `${trigger} compaction: another compaction of this session is in progress (compaction/start at seq ${state.liveStart.seq})`)
+    if (addon.foldInProgress(String(session.id))) throw new ManualCompactionError('busy', `${trigger} compaction: a rewind of this session is in progress`)
+    let turn = null
+    if (manual) {
+      if (state.openTurn !== null) throw new ManualCompactionError('busy', 'manual compaction: the session already has an open turn')
+    } else {
+      if (state.openTurn === null) throw new Error('compaction: no open turn — automatic compaction events must be enclosed in a turn')
+      turn = state.openTurn
+    }
+    const seqs = Array.from(plan.seqs)
+    const shadowedTokenCount = measurement.nodes.slice(plan.startPos, plan.endPos).reduce((n, /** @type {any} */ node) => n + node.tokens, 0)
+    const before = [...session.surface.nodes]
+    const compactionId = CompactionId(randomUUID())
+    const lifecycle = { compactionId, ...(sourceCommandId === undefined ? {} : { sourceCommandId }), turn }
+    const startEvent = session.append('compaction/start', lifecycle)
+    let stage = 'summary'
+    let closed = false
+    /** @type {{error: unknown, stage: string} | undefined} */
+    let failure
+    let result
+    try {
+      const written = await this._summarize(agent, plan, { compactionId: String(compactionId), signal, policy, seqs })
+      if (manual) signal?.throwIfAborted()
+      if (written.waited && !this._stable(session, seqs, before, manual)) throw new ChangedError('compaction: the selected span changed while the summary was written')
+      const source = {
+        ...compactCheckpointSource(compactionId, sourceCommandId),
+        [OWN_MARKER]: { trigger, summarizer: written.summarizer, splits: plan.splits, degraded: plan.degraded, items: written.counts },
+      }
+      const message = createUserMessage({ content: [{ type: 'text', text: written.text }], source })
+      const summaryTokens = this.ctx.tokenMeter.estimateMessage(message)
+      if (summaryTokens >= shadowedTokenCount) throw new SummaryError(`summary is not smaller than the shadowed content (${summaryTokens} estimated tokens >= ${shadowedTokenCount})`)
+      stage = 'commit'
+      const summaryEvent = session.append('compaction/summary', {
+        compactionId,
+        ...(sourceCommandId === undefined ? {} : { sourceCommandId }),
+        summary: message.content,
+        ...(written.llm ? { rawOutput: written.llm.rawOutput, llmStreamCall: true } : {}),
+        shadowedRange: { start: plan.start, end: plan.end },
+        shadowedSeqs: seqs,
+        shadowedTokenCount,
+        provider: written.llm?.provider ?? EXTRACTIVE_ROUTE.provider,
+        model: written.llm?.model ?? EXTRACTIVE_ROUTE.model,
+        ...(written.llm ? { maxTokens: written.llm.maxTokens } : {}),
+        ...(written.llm?.usage ? { usage: written.llm.usage } : {}),
+      })
+      session.append('user/message', message, {
+        surfaceOp: { op: 'replace', start: plan.start, end: plan.end },
+        sourceEventSeqs: [startEvent.seq, summaryEvent.seq, ...seqs],
+      })
+      const endEvent = session.append('compaction/end', lifecycle)
+      closed = true
+      result = {
+        compactionId,
+        ...(sourceCommandId === undefined ? {} : { sourceCommandId }),
+        startSeq: startEvent.seq,
+        summarySeq: summaryEvent.seq,
+        endSeq: endEvent.seq,
+        summary: message.content,
+        shadowedRange: { start: plan.start, end: plan.end },
+        shadowedSeqs: seqs,
+        shadowedTokenCount,
+        foldCompaction: { trigger, summarizer: written.summarizer, summaryTokens, splits: plan.splits, degraded: plan.degraded, relieves: plan.relieves },
+      }
+    } catch (error) {
+      failure = { error, stage }
+      if (!closed) {
+        try {
+          session.append('compaction/end', { ...lifecycle, error: errorChain(error) })
+          closed = true
+        } catch (closeError) {
+          // The unmatched start stays: the intentional busy signal (DSH's "Blocking").
+          failure = { error: closeError, stage: 'commit' }
+        }
+      }
+    }
+    let flushFailure
+    if (closed && flush) {
+      try {
+        await flush()
+      } catch (e) {
+        flushFailure = e
+      }
+    }
+    if (manual) signal?.throwIfAborted()
+    if (failure) {
+      if (!manual) throw failure.error
+      if (failure.stage === 'commit') throw new ManualCompactionError('commit', 'manual compaction did not commit cleanly', { cause: failure.error })
+      if (failure.error instanceof ChangedError) throw new ManualCompactionError('changed', 'the compacted history changed during manual compaction', { cause: failure.error })
+      throw new ManualCompactionError('summary', 'manual compaction could not produce a smaller summary', { cause: failure.error })
+    }
+    if (flushFailure) throw new ManualCompactionError('persistence', 'manual compaction durability checkpoint failed', { cause: flushFailure })
+    return result
+  }
+
+  /**
+   * Writes the summary: extractive (synchronous), or one `llm` call with the extractive summary
+   * as its fallback (a misconfigured route still fails).
+   * @param {any} agent @param {any} plan
+   * @param {{compactionId: string, signal?: AbortSignal, policy: any, seqs: number[]}} options
+   */
+  async _summarize(agent, plan, { compactionId, signal, policy, seqs }) {
+    const language = this.config.language
+    if (this.config.summarizer === 'llm') {
+      try {
+        const route = policy.summarizationProvider ? { provider: policy.summarizationProvider, model: policy.summarizationModel } : undefined
+        const llm = await llmSummary({
+          llm: this.ctx.llm,
+          session: agent.session,
+          agent,
+          seqs: Uint32Array.from(seqs),
+          route,
+          maxTokens: Math.min(policy.maxTokens, this.config.maxSummaryTokens),
+          language,
+          timeoutMs: this.config.summaryTimeoutMs,
+          signal,
+        })
+        const composed = composeSummary(this.ctx, agent.session, plan, { compactionId, language, llmText: llm.text })
+        return { ...composed, summarizer: 'llm', llm, waited: true }
+      } catch (error) {
+        if (signal?.aborted || /** @type {any} */ (error)?.misconfigured) throw error
+        this.ctx.logger?.warn?.(`compaction summary call failed (${/** @type {Error} */ (error)?.message ?? error}); writing the extractive summary instead`)
+        return { ...composeSummary(this.ctx, agent.session, plan, { compactionId, language }), summarizer: 'extractive', llm: undefined, waited: true }
+      }
+    }
+    return { ...composeSummary(this.ctx, agent.session, plan, { compactionId, language }), summarizer: 'extractive', llm: undefined, waited: false }
+  }
+
+  /**
+   * After an `llm` summary's wait: automatic compaction wants the whole surface unchanged (DSH's
+   * rule inside a turn); `/compact` only the selected span (context injected meanwhile stays).
+   * @param {any} session @param {number[]} seqs @param {number[]} before the surface at the start
+   * @param {boolean} manual
+   */
+  _stable(session, seqs, before, manual) {
+    const nodes = session.surface.nodes
+    if (!manual) return nodes.length === before.length && before.every((s, i) => nodes[i] === s)
+    const at = nodes.indexOf(seqs[0])
+    if (at < 0 || !seqs.every((s, i) => nodes[at + i] === s)) return false
+    try {
+      return toolPairingBalancedBefore(session, seqs[0]) && toolPairingBalancedAfter(session, seqs[seqs.length - 1])
+    } catch {
+      // A seq no longer on the surface: changed.
+      return false
+    }
+  }
+}

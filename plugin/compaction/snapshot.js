@@ -1,0 +1,189 @@
+/**
+ * @module plugin/compaction/snapshot
+ * Describes a real DSH `Session`'s surface to the compaction policy (the snapshot format is
+ * documented in `crates/fold-core/src/compaction.rs`): per node, its kind, where it came from
+ * (the agent's work, the user, a rewind report, a block summary, an earlier compaction summary
+ * of ours or of another backend), its token price from DSH's meter, its visible chars, its call
+ * links and its block ids; and the anchors of the active checkpoint marks.
+ *
+ * What a node *is* derives from its immutable event, so each event is described once and cached
+ * per session; a snapshot costs one pass over the surface. The session mirror (DESIGN § Round 3)
+ * replaces this cache when it lands; the policy reads the same facts from it.
+ */
+import { isCompactCheckpointSource } from '@deepseek-ai/dsh-compaction'
+
+import { visibleChars } from '../shared/meter.js'
+import { eventLog, isRewindReportSource } from '../shared/surface.js'
+
+const FORMAT = 3
+const KIND = { other: 0, user: 1, assistant: 2, toolResult: 3 }
+export const SOURCE = Object.freeze({ work: 0, user: 1, rewindReport: 2, blockSummary: 3, compactionSummary: 4, foreignSummary: 5 })
+
+/** The marker our replacements carry in their source (beside DSH's checkpoint fields). */
+export const OWN_MARKER = 'foldCompaction'
+
+/** Whether a message source is a checkpoint this backend wrote. @param {any} source */
+export const isOwnCheckpointSource = (source) => isCompactCheckpointSource(source ?? {}) && typeof source?.[OWN_MARKER] === 'object' && source[OWN_MARKER] !== null
+
+/**
+ * @typedef {object} EventFacts
+ * @property {number} kind
+ * @property {number} source
+ * @property {number} origin
+ * @property {number} chars
+ * @property {number} link assistant: calls opened; tool result: 1 + opener seq (0 unknown)
+ * @property {string[]} blocks block ids (assistant: its block calls'; block summary: carried)
+ */
+
+class SessionFacts {
+  /** @type {Map<number, EventFacts>} */
+  bySeq = new Map()
+  /** @type {Map<string, number>} call id → opener seq */
+  openers = new Map()
+  /** @type {Map<string, number>} block id → number */
+  blockNumbers = new Map()
+}
+
+/** @type {WeakMap<object, SessionFacts>} */
+const cache = new WeakMap()
+
+/** @param {any} event */
+function sourceOf(event) {
+  if (event.type !== 'user/message') return SOURCE.work
+  const source = event.data?.source
+  if (event.surfaceOp?.op === 'replace') {
+    if (isRewindReportSource(source) && Number.isSafeInteger(source?.markId)) return SOURCE.rewindReport
+    if (isCompactCheckpointSource(source ?? {})) {
+      if (source.blockPtc) return SOURCE.blockSummary
+      return isOwnCheckpointSource(source) ? SOURCE.compactionSummary : SOURCE.foreignSummary
+    }
+    return SOURCE.foreignSummary
+  }
+  // Plugin notes (a turn guard's warning) are transient context, not the user's words.
+  return source?.kind === 'plugin' ? SOURCE.work : SOURCE.user
+}
+
+/**
+ * @param {SessionFacts} facts @param {readonly any[]} log @param {number} seq @param {string} blockToolName
+ * @returns {EventFacts}
+ */
+function describe(facts, log, seq, blockToolName) {
+  const known = facts.bySeq.get(seq)
+  if (known) return known
+  const event = log[seq]
+  let origin = seq
+  if (event.surfaceOp?.op === 'replace') {
+    for (const s of event.sourceEventSeqs ?? []) if (Number.isInteger(s) && s >= 0 && s < origin) origin = s
+    const start = event.surfaceOp.start
+    if (Number.isInteger(start) && start < seq && log[start]) origin = Math.min(origin, describe(facts, log, start, blockToolName).origin)
+  }
+  /** @type {EventFacts} */
+  const out = { kind: KIND.other, source: sourceOf(event), origin, chars: 0, link: 0, blocks: [] }
+  switch (event.type) {
+    case 'user/message':
+      out.kind = KIND.user
+      out.chars = visibleChars(event.data?.content)
+      if (out.source === SOURCE.blockSummary) out.blocks = strings(event.data.source.blockPtc?.remaining)
+      break
+    case 'assistant/message': {
+      out.kind = KIND.assistant
+      const content = event.data?.message?.content ?? []
+      out.chars = visibleChars(content)
+      for (const block of content) {
+        if (block?.type !== 'tool-call') continue
+        out.link++
+        if (typeof block.id === 'string') facts.openers.set(block.id, seq)
+        if (block.name === blockToolName) out.blocks.push(...blockIds(block.arguments))
+      }
+      break
+    }
+    case 'tool/result': {
+      out.kind = KIND.toolResult
+      const message = event.data?.message
+      out.chars = visibleChars(message?.content)
+      const opener = facts.openers.get(message?.source?.callId ?? message?.content?.[0]?.toolCallId)
+      out.link = opener === undefined || opener >= seq ? 0 : opener + 1
+      break
+    }
+  }
+  facts.bySeq.set(seq, out)
+  return out
+}
+
+/** @param {unknown} v @returns {string[]} */
+const strings = (v) => (Array.isArray(v) ? v.filter((x) => typeof x === 'string' && x.length > 0) : [])
+
+/** A `block_run_code` call's ids (`ids`, or the legacy `id`). @param {unknown} raw */
+function blockIds(raw) {
+  let args = raw
+  if (typeof raw === 'string') {
+    try {
+      args = JSON.parse(raw)
+    } catch {
+      // Arguments that are not JSON tag no block.
+      return []
+    }
+  }
+  const a = /** @type {any} */ (args)
+  return [...new Set([...strings(a?.ids), ...(typeof a?.id === 'string' && a.id ? [a.id] : [])])]
+}
+
+/**
+ * The compaction snapshot of `session` now.
+ * @param {any} session
+ * @param {{nodes: readonly {seq: number, tokens: number}[]}} measurement DSH's `tokenMeter.measure(session)`
+ * @param {{anchors?: number[], blockToolName?: string}} [options] active marks' log lengths
+ * @returns {Uint32Array}
+ */
+export function compactionSnapshot(session, measurement, options = {}) {
+  let facts = cache.get(session)
+  if (!facts) cache.set(session, (facts = new SessionFacts()))
+  const log = eventLog(session)
+  const blockToolName = options.blockToolName ?? 'block_run_code'
+  const nodes = session.surface.nodes
+  const priced = measurement.nodes
+  if (priced.length !== nodes.length) throw new Error('compaction: the token meter\'s surface does not match the session surface')
+  const anchors = (options.anchors ?? []).filter((a) => Number.isInteger(a) && a >= 0)
+  /** @type {number[][]} */
+  const sets = []
+  /** @type {Map<string, number>} */
+  const setIndex = new Map()
+  const words = new Uint32Array(5 + anchors.length + nodes.length * 7)
+  words.set([FORMAT, log.length, 0, nodes.length, anchors.length])
+  words.set(anchors, 5)
+  let w = 5 + anchors.length
+  for (let i = 0; i < nodes.length; i++) {
+    const seq = nodes[i]
+    if (priced[i].seq !== seq) throw new Error('compaction: the token meter\'s surface does not match the session surface')
+    const f = describe(facts, log, seq, blockToolName)
+    let set = 0
+    if (f.blocks.length > 0) {
+      const members = f.blocks.map((id) => {
+        let k = facts.blockNumbers.get(id)
+        if (k === undefined) facts.blockNumbers.set(id, (k = facts.blockNumbers.size))
+        return k
+      })
+      const key = members.join(',')
+      let s = setIndex.get(key)
+      if (s === undefined) {
+        setIndex.set(key, (s = sets.length))
+        sets.push(members)
+      }
+      set = s + 1
+    }
+    words[w] = seq
+    words[w + 1] = f.kind | (f.source << 2)
+    words[w + 2] = f.link
+    words[w + 3] = f.origin
+    words[w + 4] = Math.min(priced[i].tokens, 0xffff_ffff)
+    words[w + 5] = f.chars
+    words[w + 6] = set
+    w += 7
+  }
+  const tail = [sets.length]
+  for (const s of sets) tail.push(s.length, ...s)
+  const out = new Uint32Array(words.length + tail.length)
+  out.set(words)
+  out.set(tail, words.length)
+  return out
+}

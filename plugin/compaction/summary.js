@@ -1,0 +1,238 @@
+/**
+ * @module plugin/compaction/summary
+ * Writes a compaction's summary from the policy's plan (`planCompaction`, rules in
+ * `crates/fold-core/src/compaction.rs`): each item in range order — a user message word for
+ * word (a long paste cut to its head and tail, the middle left to recall), a rewind report, a
+ * block summary or an earlier compaction summary as written, a run of tool work as the addon's
+ * extractive report within the plan's budget, or a one-line pointer where the plan ran out of
+ * room — inside DSH's checkpoint framing (`<compacted-summary>`, which DSH's client renders and
+ * basic's summarizer recognises), ending with the recall hint when the recall row is mounted.
+ *
+ * The `llm` summarizer: one `ctx.llm.stream` call, routed and framed as compaction-basic does it
+ * (the conversation's own system prompt and tools, the range's messages, the instruction last,
+ * `purpose: 'compaction'`); its text replaces the work runs, and the verbatim items follow it.
+ * This module writes text only; the transaction that appends it is `engine.js`.
+ */
+import { BlockAssembler, createUserMessage } from '@deepseek-ai/dsh-llm'
+
+import { addon } from '../shared/addon.js'
+import { eventLog, regionMessages } from '../shared/surface.js'
+import { recallHint, splitRecallHint } from '../recall/hint.js'
+
+export const OPEN_TAG = '<compacted-summary>'
+export const CLOSE_TAG = '</compacted-summary>'
+
+const TEXT = {
+  en: {
+    preamble:
+      'This is a checkpoint of the earlier conversation, made without a model call: the user\'s messages and your own reports and summaries are kept as they were written, and each run of tool work is condensed to its commands, outcomes, error lines and files. Treat it as established context and continue the task from the messages that follow; do not acknowledge the checkpoint.',
+    user: (/** @type {number} */ seq) => `### User message (seq ${seq})`,
+    report: (/** @type {number} */ seq, /** @type {string} */ mark) => `### Your rewind report${mark} (seq ${seq})`,
+    block: (/** @type {number} */ seq) => `### Your block summary (seq ${seq})`,
+    foreign: (/** @type {number} */ seq) => `### Earlier checkpoint (seq ${seq})`,
+    work: (/** @type {number} */ a, /** @type {number} */ b) => `### Tool work (seq ${a}–${b}), condensed`,
+    llmWork: '### The work in this span, summarized',
+    cut: (/** @type {number} */ n, /** @type {string} */ how) => `\n[… ${n} chars of this message are left out here${how}]\n`,
+    pointer: (/** @type {string} */ what, /** @type {number} */ chars, /** @type {string} */ how) => `${what}: ${chars} chars, left out of this checkpoint for space${how}.`,
+    tooSmall: (/** @type {number} */ steps, /** @type {string} */ how) => `${steps} messages of tool work, too long to condense in the space left${how}.`,
+    how: (/** @type {string} */ tool, /** @type {string} */ id) => `; \`${tool}({"compaction": "${id}", "query": "…"})\` returns it`,
+  },
+  zh: {
+    preamble:
+      '这是此前对话的检查点，未调用模型生成：用户的消息以及你自己写的报告和总结按原文保留，每段工具操作被压缩为其命令、结果、错误行和文件。把它当作已确立的上下文，从后面的消息继续任务；不要提及此检查点。',
+    user: (/** @type {number} */ seq) => `### 用户消息（seq ${seq}）`,
+    report: (/** @type {number} */ seq, /** @type {string} */ mark) => `### 你的 rewind 报告${mark}（seq ${seq}）`,
+    block: (/** @type {number} */ seq) => `### 你的区块总结（seq ${seq}）`,
+    foreign: (/** @type {number} */ seq) => `### 更早的检查点（seq ${seq}）`,
+    work: (/** @type {number} */ a, /** @type {number} */ b) => `### 工具操作（seq ${a}–${b}），已压缩`,
+    llmWork: '### 此区间工作的总结',
+    cut: (/** @type {number} */ n, /** @type {string} */ how) => `\n[… 此处省略了这条消息的 ${n} 个字符${how}]\n`,
+    pointer: (/** @type {string} */ what, /** @type {number} */ chars, /** @type {string} */ how) => `${what}：${chars} 个字符，因篇幅未放入此检查点${how}。`,
+    tooSmall: (/** @type {number} */ steps, /** @type {string} */ how) => `${steps} 条工具操作消息，剩余篇幅不足以压缩${how}。`,
+    how: (/** @type {string} */ tool, /** @type {string} */ id) => `；\`${tool}({"compaction": "${id}", "query": "…"})\` 可取回原文`,
+  },
+}
+
+/** The text of a message's text blocks. @param {any} message */
+const textOf = (message) =>
+  (message?.content ?? [])
+    .filter((/** @type {any} */ b) => b?.type === 'text')
+    .map((/** @type {any} */ b) => b.text)
+    .join('')
+
+/**
+ * The body an earlier checkpoint carries: the text inside its `<compacted-summary>` tags (ours
+ * or compaction-basic's), without a trailing recall hint; the whole text when it has no tags.
+ * @param {string} text
+ */
+export function checkpointBody(text) {
+  const open = text.indexOf(OPEN_TAG)
+  const close = text.lastIndexOf(CLOSE_TAG)
+  const inner = open >= 0 && close > open ? text.slice(open + OPEN_TAG.length, close) : text
+  return splitRecallHint(inner.trim()).body.trim()
+}
+
+/**
+ * @typedef {object} Composed
+ * @property {string} text the replacement's whole text
+ * @property {{verbatim: number, cut: number, condensed: number, pointers: number}} counts items by treatment
+ */
+
+/**
+ * Writes the summary of `plan` (extractive).
+ * @param {any} ctx the backend's context (the recall hint reads `ctx.recall`)
+ * @param {any} session
+ * @param {import('../../index.js').CompactionPlan} plan
+ * @param {{compactionId: string, language: 'en' | 'zh', llmText?: string}} options `llmText`: the
+ *   llm summarizer's text, which then stands for every work run
+ * @returns {Composed}
+ */
+export function composeSummary(ctx, session, plan, { compactionId, language, llmText }) {
+  const t = TEXT[language] ?? TEXT.en
+  const log = eventLog(session)
+  const seqs = plan.seqs
+  const recall = ctx.get?.('recall')
+  const how = typeof recall?.toolName === 'string' ? t.how(recall.toolName, compactionId) : ''
+  const counts = { verbatim: 0, cut: 0, condensed: 0, pointers: 0 }
+  /** @type {string[]} */
+  const parts = []
+  if (llmText !== undefined) parts.push(`${t.llmWork}\n${llmText.trim()}`)
+  const base = plan.startPos
+  for (const item of plan.items) {
+    const first = seqs[item.start - base]
+    const last = seqs[item.end - 1 - base]
+    if (item.source === 'work') {
+      if (llmText !== undefined) continue
+      if (item.treatment === 'pointer') {
+        counts.pointers++
+        parts.push(`${t.work(first, last)}\n${t.tooSmall(item.end - item.start, how)}`)
+        continue
+      }
+      const messages = regionMessages(session, seqs.subarray(item.start - base, item.end - base))
+      let report
+      try {
+        report = addon.extractiveReport(JSON.stringify(messages), { language, maxChars: Math.max(1, item.maxChars ?? 0) })
+      } catch (e) {
+        if (/** @type {any} */ (e)?.code !== 'SHRINK') throw e
+        report = t.tooSmall(item.end - item.start, how)
+      }
+      counts.condensed++
+      parts.push(`${t.work(first, last)}\n${report}`)
+      continue
+    }
+    const event = log[first]
+    const text = textOf(event.data)
+    const heading =
+      item.source === 'user'
+        ? t.user(first)
+        : item.source === 'rewind-report'
+          ? t.report(first, Number.isSafeInteger(event.data?.source?.markId) ? ` ${event.data.source.markId}` : '')
+          : item.source === 'block-summary'
+            ? t.block(first)
+            : t.foreign(first)
+    if (item.treatment === 'pointer') {
+      counts.pointers++
+      parts.push(t.pointer(heading.replace(/^### /, ''), text.length, how))
+      continue
+    }
+    if (item.treatment === 'cut') {
+      counts.cut++
+      const head = item.head ?? 0
+      const tail = item.tail ?? 0
+      parts.push(`${heading}\n${text.slice(0, head)}${t.cut(text.length - head - tail, how)}${text.slice(text.length - tail)}`)
+      continue
+    }
+    counts.verbatim++
+    // Our own earlier checkpoint is spliced in as the parts it already is; another backend's
+    // keeps a heading of its own.
+    if (item.source === 'compaction-summary') parts.push(checkpointBody(text))
+    else if (item.source === 'foreign-summary') parts.push(`${heading}\n${checkpointBody(text)}`)
+    else parts.push(`${heading}\n${text}`)
+  }
+  const hint = recallHint(ctx, { compaction: compactionId }, language)
+  return { text: `${t.preamble}\n\n${OPEN_TAG}\n${parts.join('\n\n')}${hint}\n${CLOSE_TAG}`, counts }
+}
+
+export const INSTRUCTIONS = {
+  en: `Condense the tool work in the conversation above into a checkpoint another model can resume from. The user's messages and any reports or summaries already in it are kept word for word beside your text, so do not repeat them. Use terse Markdown bullets under these headings:
+
+## Work done
+## Files and code
+## Errors and fixes
+## In progress
+## Next step
+
+Keep exact file paths, commands, error strings, identifiers and numbers. Do not call tools and do not mention this request.`,
+  zh: `把上面对话中的工具操作压缩成一个检查点，供另一个模型接续工作。用户的消息以及其中已有的报告和总结会按原文保留在你的文字旁边，不要重复它们。在以下标题下用简洁的 Markdown 要点书写：
+
+## 已完成的工作
+## 文件与代码
+## 错误与修复
+## 进行中
+## 下一步
+
+原样保留文件路径、命令、错误字符串、标识符和数字。不要调用工具，也不要提及此请求。`,
+}
+
+/** Provider failure codes no fallback can fix: the route's configuration is wrong. */
+const MISCONFIGURATION_CODES = new Set(['NO_ADAPTER', 'MISSING_CREDENTIAL', 'INVALID_CREDENTIAL', 'AUTH'])
+
+/**
+ * The `llm` summarizer's one call: routed as compaction-basic routes it (the configured pair,
+ * else the latest request header's, else the agent's), replaying the conversation's system
+ * prompt, tools and the range's messages with the instruction last.
+ * @param {{llm: any, session: any, agent: any, seqs: Uint32Array, route: {provider: string, model: string} | undefined,
+ *   maxTokens: number, language: 'en' | 'zh', timeoutMs: number, signal?: AbortSignal}} input
+ * @returns {Promise<{text: string, rawOutput: any[], provider: string, model: string, maxTokens: number, usage?: any}>}
+ */
+export async function llmSummary({ llm, session, agent, seqs, route, maxTokens, language, timeoutMs, signal }) {
+  const header = session.requestHeader?.()
+  const target = route ?? routeOf(session, agent)
+  if (!target) {
+    throw Object.assign(new Error('no provider/model available for the compaction summary: set both summarizationProvider and summarizationModel, route one request, or give the agent both'), { misconfigured: true })
+  }
+  const timeout = AbortSignal.timeout(timeoutMs)
+  const cancel = signal ? AbortSignal.any([signal, timeout]) : timeout
+  const messages = [
+    ...regionMessages(session, seqs),
+    createUserMessage({ content: [{ type: 'text', text: INSTRUCTIONS[language] ?? INSTRUCTIONS.en }], source: { kind: 'plugin', plugin: 'dsh-fold-compaction' } }),
+  ]
+  const assembler = new BlockAssembler()
+  for await (const chunk of llm.stream({
+    provider: target.provider,
+    model: target.model,
+    messages,
+    ...(header?.system !== undefined ? { system: header.system } : {}),
+    ...(header?.tools !== undefined ? { tools: [...header.tools] } : {}),
+    maxTokens,
+    sessionId: session.id,
+    purpose: 'compaction',
+    signal: cancel,
+  })) {
+    assembler.push(chunk)
+  }
+  const finish = assembler.finish
+  if (finish?.kind === 'error' || finish?.kind === 'aborted' || finish?.kind === 'max-tokens') {
+    if (finish.kind === 'aborted' && signal?.aborted) throw signal.reason
+    const failure = finish.failure ?? {}
+    const error = new Error(`compaction summary call ended with ${finish.kind}${failure.message ? `: ${failure.message}` : ''}${timeout.aborted ? ` (summaryTimeoutMs ${timeoutMs} ms)` : ''}`)
+    throw MISCONFIGURATION_CODES.has(failure.code) ? Object.assign(error, { misconfigured: true }) : error
+  }
+  const rawOutput = assembler.blocks()
+  const text = rawOutput.filter((/** @type {any} */ b) => b.type === 'text').map((/** @type {any} */ b) => b.text).join('')
+  if (!text.trim()) throw new Error('the compaction summary call returned no text')
+  return { text, rawOutput, provider: target.provider, model: target.model, maxTokens, ...(assembler.usage ? { usage: assembler.usage } : {}) }
+}
+
+/**
+ * The latest routed request's provider/model, else the agent's.
+ * @param {any} session @param {any} agent
+ * @returns {{provider: string, model: string} | undefined}
+ */
+export function routeOf(session, agent) {
+  const config = session.requestHeader?.()?.config
+  if (config?.provider && config?.model) return { provider: config.provider, model: config.model }
+  const options = agent?.options
+  if (options?.provider && options?.model) return { provider: options.provider, model: options.model }
+  return undefined
+}
