@@ -8,12 +8,16 @@
  *   surface nodes in model order;
  * - a block commit: source `{kind:'plugin', plugin:'compact', compactionId, blockPtc:
  *   {remaining, closed, requestSeq}}`, sources = `[compaction/start, compaction/summary,
- *   ...shadowed]`.
+ *   ...shadowed]`;
+ * - a compaction by any backend (dsh-fold/compaction, DSH's compaction-basic, another): a
+ *   replacement whose source is DSH's compaction checkpoint (`plugin: 'compact'`) without
+ *   `blockPtc`, named by its `compactionId`, sources as a block commit's.
  *
  * A region's original messages are its sources that are messages, in order, with every nested
- * fold or block summary among them opened up into its own originals (recursively): a block
- * closed in two steps (`S[B] C B --[B]--> T`) recalls B's early messages from inside `S`.
- * Any other replacement (DSH's compaction summary) is kept as the message it is.
+ * fold, block summary or compaction among them opened up into its own originals (recursively):
+ * a block closed in two steps (`S[B] C B --[B]--> T`) recalls B's early messages from inside
+ * `S`, and a compaction that took an earlier one in recalls what that one replaced. Any other
+ * replacement is kept as the message it is.
  *
  * The index is built once per session and caught up incrementally, like `surface.js`; it
  * reads only `eventLog(session)` — never another session, never a file.
@@ -24,12 +28,14 @@ const MESSAGE_TYPES = new Set(['user/message', 'assistant/message', 'tool/result
 
 /**
  * @typedef {object} FoldedRegion
- * @property {'fold' | 'block'} kind
+ * @property {'fold' | 'block' | 'compaction'} kind
  * @property {number} seq the replacement's seq
  * @property {number[]} sources its `sourceEventSeqs`
  * @property {number} [markId] a fold's mark
  * @property {string[]} [closed] a block commit's closed ids
  * @property {string[]} [remaining] a block commit's inherited ids
+ * @property {string} [compactionId] a compaction's id
+ * @property {boolean} [ours] a compaction written by dsh-fold/compaction
  */
 
 /** A block commit's source (what `plugin/block/block.js` writes). @param {any} source */
@@ -42,6 +48,11 @@ export function isBlockCommitSource(source) {
     typeof source.blockPtc === 'object' &&
     source.blockPtc !== null
   )
+}
+
+/** A compaction checkpoint of any backend (DSH's marker), not a block commit. @param {any} source */
+export function isCompactionSource(source) {
+  return typeof source === 'object' && source !== null && source.kind === 'plugin' && source.plugin === 'compact' && !isBlockCommitSource(source)
 }
 
 /** @param {unknown} v @returns {string[]} */
@@ -79,6 +90,9 @@ class LogIndex {
     } else if (isBlockCommitSource(source)) {
       const { closed, remaining } = source.blockPtc
       region = { kind: 'block', seq: event.seq, sources: [...event.sourceEventSeqs], closed: strings(closed), remaining: strings(remaining) }
+    } else if (isCompactionSource(source)) {
+      const compactionId = typeof source.compactionId === 'string' ? source.compactionId : `seq-${event.seq}`
+      region = { kind: 'compaction', seq: event.seq, sources: [...event.sourceEventSeqs], compactionId, ours: typeof source.foldCompaction === 'object' && source.foldCompaction !== null }
     }
     if (!region) return
     this.regions.push(region)

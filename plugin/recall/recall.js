@@ -4,9 +4,11 @@
  * the calling agent's own session log.
  *
  * A fold (rewind) or a block commit replaces messages on the model-visible surface; the
- * append-only log keeps them. `recall({fold?, block?, query?, around?})` selects folded
- * regions of the agent's session (`fold`: a mark id or `'latest'`; `block`: a block id; neither:
- * every folded region), and returns either the lines of their original messages (assistant
+ * append-only log keeps them, and so does a compaction (by any backend). `recall({fold?, block?,
+ * compaction?, query?, around?})` selects folded regions of the agent's session (`fold`: a mark
+ * id or `'latest'`; `block`: a block id; `compaction`: a compaction id or `'latest'`; none of
+ * them: every folded region, each once — a region another selected region took in is read
+ * through that one), and returns either the lines of their original messages (assistant
  * text and reasoning, tool-call arguments, tool outputs, user messages) that match `query` —
  * a smart-case substring or a `/regex/` run by the addon's linear-time engine — each under its
  * seq and tool name, with `around` lines of context; or, without a query, an index with one
@@ -15,7 +17,7 @@
  * What it never does: read another session (only `exec.agent.session`), read a file, write
  * anything. Failures are `RecallError`s with a stable `code`: `INVALID_ARGUMENT`,
  * `BAD_QUERY`, `NOTHING_FOLDED`, `UNKNOWN_FOLD`, `FOREIGN_MARK` (the mark belongs to another
- * session: nothing of it is read), `UNKNOWN_BLOCK`.
+ * session: nothing of it is read), `UNKNOWN_BLOCK`, `UNKNOWN_COMPACTION`.
  */
 import { Service } from '@deepseek-ai/cordis'
 import { defineTool } from '@deepseek-ai/dsh-tools'
@@ -40,7 +42,7 @@ export const MAX_AROUND = 20
 /** Longest line shown whole; a longer one is shown as a window around its match. */
 const LINE_CHARS = 240
 
-export const RECALL_ERROR_CODES = /** @type {const} */ (['INVALID_ARGUMENT', 'BAD_QUERY', 'NOTHING_FOLDED', 'UNKNOWN_FOLD', 'FOREIGN_MARK', 'UNKNOWN_BLOCK'])
+export const RECALL_ERROR_CODES = /** @type {const} */ (['INVALID_ARGUMENT', 'BAD_QUERY', 'NOTHING_FOLDED', 'UNKNOWN_FOLD', 'FOREIGN_MARK', 'UNKNOWN_BLOCK', 'UNKNOWN_COMPACTION'])
 
 /** A recall failure: `code` is one of `RECALL_ERROR_CODES`; the message ends with what to do. */
 export class RecallError extends Error {
@@ -56,6 +58,7 @@ export class RecallError extends Error {
  * @typedef {object} RecallArgs
  * @property {number | 'latest' | string} [fold] a mark id (a digit string is accepted) or 'latest'
  * @property {string} [block] a block id
+ * @property {string} [compaction] a compaction id or 'latest'
  * @property {string} [query] a substring, or `/regex/flags`
  * @property {number} [around] context lines on each side of a match (with a query)
  */
@@ -72,11 +75,11 @@ export class RecallError extends Error {
 /** Checks and normalizes the tool's arguments. @param {unknown} raw */
 export function parseArgs(raw) {
   if (raw === undefined || raw === null) raw = {}
-  if (typeof raw !== 'object' || Array.isArray(raw)) throw new RecallError('INVALID_ARGUMENT', 'the arguments must be an object {fold?, block?, query?, around?}.')
+  if (typeof raw !== 'object' || Array.isArray(raw)) throw new RecallError('INVALID_ARGUMENT', 'the arguments must be an object {fold?, block?, compaction?, query?, around?}.')
   const args = /** @type {Record<string, unknown>} */ (raw)
-  const unknown = Object.keys(args).filter((k) => !['fold', 'block', 'query', 'around'].includes(k) && args[k] !== undefined)
-  if (unknown.length) throw new RecallError('INVALID_ARGUMENT', `unknown argument${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}; use fold, block, query, around.`)
-  /** @type {{fold?: number | 'latest', block?: string, query?: string, around: number}} */
+  const unknown = Object.keys(args).filter((k) => !['fold', 'block', 'compaction', 'query', 'around'].includes(k) && args[k] !== undefined)
+  if (unknown.length) throw new RecallError('INVALID_ARGUMENT', `unknown argument${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}; use fold, block, compaction, query, around.`)
+  /** @type {{fold?: number | 'latest', block?: string, compaction?: string, query?: string, around: number}} */
   const out = { around: 0 }
   const fold = args.fold ?? undefined
   if (fold !== undefined) {
@@ -90,7 +93,12 @@ export function parseArgs(raw) {
     if (typeof block !== 'string' || !block.trim()) throw new RecallError('INVALID_ARGUMENT', `block must be a non-empty block id, got ${JSON.stringify(block)}.`)
     out.block = block
   }
-  if (out.fold !== undefined && out.block !== undefined) throw new RecallError('INVALID_ARGUMENT', 'give fold or block, not both.')
+  const compaction = args.compaction ?? undefined
+  if (compaction !== undefined) {
+    if (typeof compaction !== 'string' || !compaction.trim() || compaction.length > 200) throw new RecallError('INVALID_ARGUMENT', `compaction must be a compaction id or "latest", got ${JSON.stringify(compaction)?.slice(0, 80)}.`)
+    out.compaction = compaction
+  }
+  if ([out.fold, out.block, out.compaction].filter((x) => x !== undefined).length > 1) throw new RecallError('INVALID_ARGUMENT', 'give one of fold, block and compaction, not several.')
   const query = args.query ?? undefined
   if (query !== undefined) {
     if (typeof query !== 'string' || query === '') throw new RecallError('INVALID_ARGUMENT', `query must be a non-empty string (a substring or /regex/), got ${JSON.stringify(query)}.`)
@@ -108,6 +116,7 @@ export function parseArgs(raw) {
 
 /** A region's name for the model. @param {import('./log.js').FoldedRegion} r */
 export function regionName(r) {
+  if (r.kind === 'compaction') return `compaction ${r.compactionId}`
   return r.kind === 'fold' ? `fold ${r.markId}` : `block ${(r.closed?.length ? r.closed : r.remaining ?? []).join(', ') || '(no ids)'}`
 }
 
@@ -155,6 +164,13 @@ async function select(session, args, options) {
     const why = owner && !owner.folded ? `checkpoint mark ${id} of this session has not been folded yet (call rewind first)` : `this session has no fold of checkpoint mark ${id}`
     throw new RecallError('UNKNOWN_FOLD', `${why}; ${foldIds.length ? `folds here: ${foldIds.join(', ')}` : 'no rewind fold here yet'}.`)
   }
+  if (args.compaction !== undefined) {
+    const compactions = all.filter((r) => r.kind === 'compaction')
+    const found = args.compaction === 'latest' ? compactions.at(-1) : compactions.filter((r) => r.compactionId === args.compaction).at(-1)
+    if (found) return [found]
+    const known = compactions.map((r) => r.compactionId)
+    throw new RecallError('UNKNOWN_COMPACTION', `this session has no compaction ${JSON.stringify(args.compaction)}; ${known.length ? `compactions here: ${known.slice(-12).join(', ')}` : 'nothing has been compacted here yet'}.`)
+  }
   if (args.block !== undefined) {
     const id = args.block
     const found = all.filter((r) => r.kind === 'block' && (r.closed?.includes(id) || r.remaining?.includes(id))).at(-1)
@@ -162,7 +178,19 @@ async function select(session, args, options) {
     const known = blockIds(all)
     throw new RecallError('UNKNOWN_BLOCK', `no block summary of this session covers block ${JSON.stringify(id)}; ${known.length ? `summarized blocks: ${known.join(', ')}` : 'no block has been summarized yet'}.`)
   }
-  return all
+  return outermost(session, all)
+}
+
+/**
+ * The regions no other region took in: a region among another's sources (a fold's report that
+ * a later compaction replaced) is read through that one, so no line is returned twice.
+ * @param {any} session @param {import('./log.js').FoldedRegion[]} regions
+ */
+function outermost(session, regions) {
+  const { bySeq } = logIndex(session)
+  const inner = new Set()
+  for (const r of regions) for (const s of r.sources) if (s !== r.seq && bySeq.has(s)) inner.add(s)
+  return regions.filter((r) => !inner.has(r.seq))
 }
 
 /** Every block id a commit of the session closed or carries. @param {import('./log.js').FoldedRegion[]} regions */
@@ -359,10 +387,11 @@ export default class RecallService extends Service {
     return defineTool({
       name,
       description:
-        'Read back the exact original lines of work that a fold (`rewind`) or a block summary removed from your context: tool outputs, call arguments, your own text. Give `query` (a substring; smart case) or `/regex/flags` to get the matching lines with their seq and tool; omit it for an index of the folded messages. `fold` picks one fold by its checkpoint id (or "latest"), `block` one block summary by block id; neither searches every fold. `around` adds context lines. Reads only this session.',
+        'Read back the exact original lines of work that a fold (`rewind`), a block summary or a compaction removed from your context: tool outputs, call arguments, your own text, user messages. Give `query` (a substring; smart case) or `/regex/flags` to get the matching lines with their seq and tool; omit it for an index of the folded messages. `fold` picks one fold by its checkpoint id (or "latest"), `block` one block summary by block id, `compaction` one compaction by its id (or "latest"); none of them searches everything folded. `around` adds context lines. Reads only this session.',
       parameters: {
         fold: { description: 'A checkpoint mark id whose fold to read, or "latest". Omit to search every folded region.', oneOf: [{ type: 'integer' }, { type: 'string' }] },
         block: { type: 'string', description: 'A block id whose summary to read (block mode).' },
+        compaction: { type: 'string', description: 'A compaction id (a checkpoint\'s recall line names it) or "latest".' },
         query: { type: 'string', description: 'A substring (case-insensitive unless it has an uppercase letter) or /regex/flags (flag i). Omit for an index.' },
         around: { type: 'integer', description: `Context lines before and after each matching line, 0 to ${MAX_AROUND} (default 0).` },
       },
@@ -383,7 +412,7 @@ export default class RecallService extends Service {
       presentCall: (/** @type {any} */ args) => ({
         card: 'generic',
         title: 'Recall',
-        subtitle: [args?.fold !== undefined ? `fold ${args.fold}` : args?.block !== undefined ? `block ${args.block}` : 'all folds', args?.query].filter(Boolean).join(' · '),
+        subtitle: [args?.fold !== undefined ? `fold ${args.fold}` : args?.block !== undefined ? `block ${args.block}` : args?.compaction !== undefined ? `compaction ${args.compaction}` : 'all folds', args?.query].filter(Boolean).join(' · '),
       }),
       execute: async (/** @type {any} */ args, /** @type {any} */ exec) => {
         const session = exec.agent?.session
