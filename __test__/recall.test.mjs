@@ -253,7 +253,7 @@ describe('recall in real agent turns', () => {
     assert.match(errorOf('q2'), /BAD_QUERY: the regex \/\(\?<=E\)0425\/ is not valid:[\s\S]*no look-around or backreferences/)
     assert.match(errorOf('q3'), /BAD_QUERY: the regex \/\(unclosed\/ is not valid/)
     assert.match(errorOf('q4'), /UNKNOWN_BLOCK: no block summary of this session covers block "auth"; no block has been summarized yet\./)
-    assert.match(errorOf('q5'), /give fold or block, not both/)
+    assert.match(errorOf('q5'), /give one of fold, block and compaction, not several/)
     assert.deepEqual(protocolProblems(agent.session.deriveMessages()), [])
   })
 
@@ -467,6 +467,6 @@ describe('recall bounds', () => {
   })
 
   it('every error code is one of RECALL_ERROR_CODES', () => {
-    assert.deepEqual([...RECALL_ERROR_CODES].sort(), ['BAD_QUERY', 'FOREIGN_MARK', 'INVALID_ARGUMENT', 'NOTHING_FOLDED', 'UNKNOWN_BLOCK', 'UNKNOWN_FOLD'])
+    assert.deepEqual([...RECALL_ERROR_CODES].sort(), ['BAD_QUERY', 'FOREIGN_MARK', 'INVALID_ARGUMENT', 'NOTHING_FOLDED', 'UNKNOWN_BLOCK', 'UNKNOWN_COMPACTION', 'UNKNOWN_FOLD'])
   })
 })
