@@ -183,7 +183,7 @@ export declare function foldErrorCodes(): Array<string>
  * Whether a rewind (or a mark) of `sessionId` holds the session's fold lock right now in this
  * process. Only looks: never takes the lock.
  */
-export declare function foldInProgress(sessionId: unknown): boolean
+export declare function foldInProgress(sessionId: string): boolean
 
 /**
  * What `commit` must append: a `user/message` with `surfaceOp: {op:'replace', start, end}`

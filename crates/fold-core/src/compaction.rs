@@ -21,7 +21,9 @@
 //!    anchor, to the tail: that exploration is still going on) or inside a block's span (from
 //!    the first to the last node attributed to the block id: assistant nodes by their
 //!    `block_run_code` ids, their results by their call's node, block summaries by the ids they
-//!    carry). A block with an unanswered call is *open*; any other is *closed*.
+//!    carry). A block with an unanswered call, or the block of the last assistant node that
+//!    names one (the block the agent is working in: at a step boundary every call is answered),
+//!    is *open*; any other is *closed*.
 //! 4. **Choice.** Among valid cuts within the retention, the latest one that relieves the
 //!    pressure (rule 6) and splits nothing, ending the range on the model's own lines (its last
 //!    node is not a user message whose answer would stay); else the latest that relieves and
@@ -437,11 +439,16 @@ impl CompactionSurface {
     /// For each cut `c`: how many open and how many closed blocks it falls inside.
     fn block_splits(&self) -> (Vec<u32>, Vec<u32>) {
         let n = self.nodes.len();
+        // The block the agent is working in: the last assistant node's that carries block ids.
+        let current = (0..n)
+            .rev()
+            .find(|&i| self.nodes[i].kind == Kind::Assistant && self.nodes[i].set.is_some());
         // block number → (first, last, open)
         let mut spans: HashMap<u32, (usize, usize, bool)> = HashMap::new();
         for i in 0..n {
             let Some(k) = self.attributed(i) else { continue };
-            let open = self.nodes[i].kind == Kind::Assistant && self.pairing.answered[i] < self.nodes[i].opens;
+            let open = self.nodes[i].kind == Kind::Assistant
+                && (self.pairing.answered[i] < self.nodes[i].opens || Some(i) == current);
             for &b in &self.sets[k as usize] {
                 let span = spans.entry(b).or_insert((i, i, false));
                 span.1 = i;

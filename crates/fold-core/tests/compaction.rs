@@ -226,8 +226,8 @@ fn open_blocks_are_not_split_and_closed_blocks_go_whole() {
     assert!(!p.splits.open_block, "{p:?}");
     assert!(p.splits.closed_block, "{p:?}");
 
-    // Two closed blocks one after the other: the range takes block 1 whole, not half of block 3,
-    // though a cut inside block 3 is later and relieves too.
+    // Two closed blocks one after the other, then block 4 in progress: the range takes block 1
+    // whole, not half of block 3, though a cut inside block 3 is later and relieves too.
     let s = Build::default()
         .user(200)
         .step_in(1, 1, 6000, &[1])
@@ -237,14 +237,32 @@ fn open_blocks_are_not_split_and_closed_blocks_go_whole() {
         .step_in(1, 1, 6000, &[3])
         .step_in(1, 1, 6000, &[3])
         .user(100)
-        .step(1, 300)
+        .step_in(1, 1, 300, &[4])
         .surface();
     let params = pressure(&s, total(&s) - 2_000, 2_000);
     let p = plan(&s, &params).expect("a plan");
     assert!(!p.splits.any(), "{p:?}");
     assert_eq!(p.end_pos, 6);
     let inside = plan_at(&s, &params, 10).unwrap();
-    assert!(inside.relieves && inside.splits.closed_block);
+    assert!(inside.relieves && inside.splits.closed_block && !inside.splits.open_block);
+}
+
+#[test]
+fn the_block_being_worked_in_is_open_though_every_call_is_answered() {
+    // At a step boundary every call has its result; block 2 is still the one in progress.
+    let s = Build::default()
+        .user(200)
+        .step_in(3, 3, 6000, &[1])
+        .say(200)
+        .step_in(1, 1, 6000, &[2])
+        .step_in(1, 1, 6000, &[2])
+        .step_in(1, 1, 6000, &[2])
+        .surface();
+    let params = pressure(&s, total(&s) - 2_000, 1_000);
+    let p = plan(&s, &params).expect("a plan");
+    assert!(!p.splits.open_block, "{p:?}");
+    assert_eq!(p.end_pos, 6);
+    assert!(plan_at(&s, &params, 8).unwrap().splits.open_block);
 }
 
 #[test]
