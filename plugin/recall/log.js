@@ -14,7 +14,9 @@
  *   `blockPtc`, named by its `compactionId`, sources as a block commit's.
  *
  * A region's original messages are its sources that are messages, in order, with every nested
- * fold, block summary or compaction among them opened up into its own originals (recursively):
+ * fold, block summary or compaction among them opened up into its own originals (recursively;
+ * in a compaction's region, a rewind report or block summary it took in is also read as
+ * written, before its originals):
  * a block closed in two steps (`S[B] C B --[B]--> T`) recalls B's early messages from inside
  * `S`, and a compaction that took an earlier one in recalls what that one replaced. Any other
  * replacement is kept as the message it is.
@@ -133,6 +135,11 @@ export function originalSeqs(session, region) {
       if (!event || seen.has(seq) || !MESSAGE_TYPES.has(event.type)) continue
       seen.add(seq)
       const nested = index.bySeq.get(seq)
+      // In a compaction, a rewind report or block summary it took in is the model's own text,
+      // carried into the summary as written: it is read back as written too, then opened into
+      // what it replaced. (A fold or block region reads only originals; a nested compaction
+      // summary's carried parts are the very messages it opens into.)
+      if (nested && region.kind === 'compaction' && nested.kind !== 'compaction') out.push(seq)
       if (nested) walk(nested.sources)
       else out.push(seq)
     }
