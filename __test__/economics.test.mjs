@@ -347,7 +347,7 @@ describe('economics: bad input is classified', () => {
     { args: ['economics', path.join(FIXTURES, 'bad', 'truncated.jsonl.zstd')], code: 65, message: /cannot read/ },
     { args: ['economics', path.join(FIXTURES, 'bad', 'version99.jsonl')], code: 65, message: /session format version 99, newer than the 0 this DSH reads/ },
     { args: ['economics', path.join(FIXTURES, 'bad', 'empty.jsonl')], code: 65, message: /is empty/ },
-    { args: ['economics', path.join(FIXTURES, 'session.jsonl.zstd')], code: 1, message: /NO_FOLDS: session cli-fixture-parser-unicode has no fold \(rewind report\) and no block commit/ },
+    { args: ['economics', path.join(FIXTURES, 'session.jsonl.zstd')], code: 1, message: /NO_FOLDS: session cli-fixture-parser-unicode has no fold \(rewind report\), no block commit and no compaction/ },
     { args: ['economics', path.join(FIXTURES, 'session.jsonl'), '--hit-price', 'cheap'], code: 64, message: /--hit-price must be a price per 1M tokens/ },
     { args: ['economics', path.join(FIXTURES, 'session.jsonl'), '--miss-price', '-1'], code: 64, message: /--miss-price must be a price/ },
     { args: ['economics', path.join(FIXTURES, 'session.jsonl'), '--currency', 'US Dollar'], code: 64, message: /--currency must be a short currency code/ },

@@ -1,6 +1,7 @@
 /**
  * @module bin/economics
- * `dsh-fold economics FILE`: what the folds of one persisted session cost and saved.
+ * `dsh-fold economics FILE`: what the folds of one persisted session cost and saved, and what
+ * its compactions (dsh-fold/compaction's and DSH's compaction-basic's) cost and freed.
  *
  * Contract. From the session's log alone (replayed into a real Session by the caller) it
  * rebuilds every model request the agent made and prices it twice — as it happened, and as
@@ -13,12 +14,18 @@
  * rewind fold with an LLM report adds one report call at the fold: header + the folded
  * messages + the report instruction in, the report (without the recall hint line) out; an
  * extractive fold (its tool result says "extractive report") and a block commit (the agent
- * wrote the summary inside its own program) add none. Requests that failed, retries of empty
+ * wrote the summary inside its own program) add none. A compaction whose summary came from a
+ * model call (compaction-basic's, or dsh-fold/compaction with `summarizer: 'llm'`: its
+ * `compaction/summary` says `llmStreamCall`) adds that call: header + the shadowed messages +
+ * the backend's instruction in, the summary out (the provider's usage when the log has it);
+ * an extractive one (dsh-fold/compaction's default) adds none. Requests that failed, retries of empty
  * report completions and title requests leave no trace in the log and are not counted.
  *
  * Without the folds. The same agent requests, with every fold and block replacement left out
- * of the surface walk, so the nodes they shadowed stay in place (DSH's own compactions still
- * apply; a compaction that swallowed a fold's report swallows the fold's originals instead).
+ * of the surface walk, so the nodes they shadowed stay in place (compactions, of any backend,
+ * still apply; a compaction that swallowed a fold's report swallows the fold's originals
+ * instead). Each compaction is priced alone the way a fold is (the requests after it, without
+ * it), next to the folds; the totals compare with and without the folds and block commits.
  * The replies are assumed unchanged.
  *
  * Tokens: DSH's token meter (`@deepseek-ai/dsh-token-meter`, the heuristic the host uses):
@@ -34,7 +41,7 @@
  * Bills: input hit × hit price + input miss × miss price + output × output price, per 1M
  * tokens; defaults are DeepSeek's published list (see `DEFAULT_PRICES`).
  */
-import { isBlockCommitSource } from '../plugin/recall/log.js'
+import { isBlockCommitSource, isCompactionSource } from '../plugin/recall/log.js'
 import { splitRecallHint } from '../plugin/recall/hint.js'
 import { isRewindReportSource } from '../plugin/shared/surface.js'
 
@@ -56,13 +63,18 @@ const MESSAGE_TYPES = new Set(['user/message', 'assistant/message', 'tool/result
  */
 
 /**
- * @typedef {object} Fold one fold or block commit found in the log
- * @property {'fold' | 'block'} kind
- * @property {string} name `fold 2` / `block auth, db`
+ * @typedef {object} Fold one fold, block commit or compaction found in the log
+ * @property {'fold' | 'block' | 'compaction'} kind
+ * @property {string} name `fold 2` / `block auth, db` / `compaction 1a2b3c4d (dsh-fold)`
  * @property {number} seq the replacement's seq
  * @property {number[]} shadowed the message nodes it replaced, as they stood
  * @property {'llm' | 'extractive' | 'agent'} report who wrote the replacement
+ * @property {'dsh-fold' | 'compaction-basic' | 'other'} [backend] a compaction's writer
+ * @property {{inputTokens?: number, outputTokens?: number} | undefined} [usage] a compaction call's reported usage
  */
+
+/** compaction-basic's summary instruction, priced: its ~2,300 chars (the package does not export it). */
+export const BASIC_INSTRUCTION_TOKENS = 580
 
 /**
  * @typedef {object} Bill
@@ -87,6 +99,12 @@ export function findFolds(events) {
     } else if (isBlockCommitSource(source)) {
       const ids = [...(source.blockPtc.closed ?? [])]
       folds.push({ kind: 'block', name: `block ${ids.join(', ') || '(no ids)'}`, seq: e.seq, shadowed, report: 'agent' })
+    } else if (isCompactionSource(source)) {
+      const summary = events[e.sourceEventSeqs[1]]
+      const data = summary?.type === 'compaction/summary' ? summary.data : undefined
+      const backend = source.foldCompaction ? 'dsh-fold' : data?.llmStreamCall ? 'compaction-basic' : 'other'
+      const id = String(source.compactionId ?? e.seq).slice(0, 8)
+      folds.push({ kind: 'compaction', name: `compaction ${id} (${backend})`, seq: e.seq, shadowed, report: data?.llmStreamCall ? 'llm' : 'extractive', backend, usage: data?.usage })
     }
   }
   return folds
@@ -301,18 +319,33 @@ function bill(priced) {
 export function analyze({ events, session, emptySession, meter, prices, instructions, createUserMessage }) {
   const price = pricer(meter, session, emptySession)
   const folds = findFolds(events)
-  const all = new Set(folds.map((f) => f.seq))
+  // The totals compare with and without the folds and block commits; compactions apply in both.
+  const all = new Set(folds.filter((f) => f.kind !== 'compaction').map((f) => f.seq))
   /** The report call of each LLM-reported fold: made at the fold, under the header then in effect. */
   const reportCalls = new Map()
   const withRequests = walkRequests(events, new Set())
   for (const f of folds) {
     if (f.report !== 'llm') continue
+    const header = [...events.slice(0, f.seq)].reverse().find((e) => e.type === 'request/header')?.data?.header
+    if (f.kind === 'compaction') {
+      const summary = events[events[f.seq].sourceEventSeqs[1]]?.data
+      const out = (summary?.summary ?? []).map((/** @type {any} */ b) => b.text ?? '').join('')
+      const ours = f.backend === 'dsh-fold'
+      const tokens = ours ? price.message(createUserMessage({ content: [{ type: 'text', text: instructions.compaction ?? '' }], source: { kind: 'plugin', plugin: 'dsh-fold-compaction' } })) : BASIC_INSTRUCTION_TOKENS
+      reportCalls.set(f.seq, {
+        seq: f.seq,
+        header,
+        shadowed: f.shadowed,
+        instruction: { key: ours ? 'dsh-fold-compaction' : 'compaction-basic', tokens },
+        output: f.usage?.outputTokens ?? price.message(createUserMessage({ content: [{ type: 'text', text: out }], source: { kind: 'plugin', plugin: 'compact' } })),
+      })
+      continue
+    }
     const replacement = events[f.seq]
     const text = (replacement.data?.content ?? []).map((/** @type {any} */ b) => b.text ?? '').join('')
     const { body } = splitRecallHint(text)
     const language = /^## 发现/m.test(body) ? 'zh' : 'en'
     const instruction = instructions[language] ?? instructions.en
-    const header = [...events.slice(0, f.seq)].reverse().find((e) => e.type === 'request/header')?.data?.header
     reportCalls.set(f.seq, {
       seq: f.seq,
       header,
@@ -360,6 +393,7 @@ export function analyze({ events, session, emptySession, meter, prices, instruct
     const perRequest = ((foldedTokens - replacementTokens) * prices.hit) / 1e6
     return {
       kind: f.kind,
+      ...(f.backend ? { backend: f.backend } : {}),
       name: f.name,
       seq: f.seq,
       report: f.report,
@@ -442,17 +476,23 @@ export function renderText(a, about) {
   const p = a.prices
   const out = []
   const blocks = a.folds.filter((f) => f.kind === 'block').length
-  out.push(`session ${about.sessionId}: ${about.events} events, ${a.requests.length} agent requests, ${a.folds.length - blocks} fold${a.folds.length - blocks === 1 ? '' : 's'}, ${blocks} block commit${blocks === 1 ? '' : 's'}`)
+  const compactions = a.folds.filter((f) => f.kind === 'compaction').length
+  const folds = a.folds.length - blocks - compactions
+  out.push(
+    `session ${about.sessionId}: ${about.events} events, ${a.requests.length} agent requests, ${folds} fold${folds === 1 ? '' : 's'}, ${blocks} block commit${blocks === 1 ? '' : 's'}${compactions ? `, ${compactions} compaction${compactions === 1 ? '' : 's'}` : ''}`,
+  )
   out.push(`prices per 1M tokens: cache hit ${p.hit}, cache miss ${p.miss}, output ${p.output} ${p.currency}${p.source ? ` (${p.source})` : ''}`)
   out.push('tokens: DSH token meter estimates; cache: prefix cache at message granularity (see README "Economics")')
   for (const f of a.folds) {
     out.push('')
-    out.push(`${f.name} at seq ${f.seq}: ${f.foldedNodes} message${f.foldedNodes === 1 ? '' : 's'}, ${n(f.foldedTokens)} tokens → ${f.kind === 'block' ? 'summary' : 'report'} of ${n(f.replacementTokens)} tokens: ${n(f.tokensFreed)} tokens freed`)
+    const what = f.kind === 'fold' ? 'report' : 'summary'
+    out.push(`${f.name} at seq ${f.seq}: ${f.foldedNodes} message${f.foldedNodes === 1 ? '' : 's'}, ${n(f.foldedTokens)} tokens → ${what} of ${n(f.replacementTokens)} tokens: ${n(f.tokensFreed)} tokens freed`)
     out.push(`  ${f.requestsAfter} request${f.requestsAfter === 1 ? '' : 's'} followed; they did not send ${n(f.inputTokensNotSent)} input tokens`)
     out.push(`  cached prefix invalidated: ${n(f.invalidatedTokens)} tokens re-read once at the miss price (${money(f.invalidatedCost, p)} extra)`)
-    if (f.reportCall) out.push(`  report call: ${n(f.reportCall.input)} input (${n(f.reportCall.hit)} hit, ${n(f.reportCall.miss)} miss) + ${n(f.reportCall.output)} output = ${money(f.reportCall.cost, p)}`)
-    else out.push(`  report call: none (${f.report === 'extractive' ? 'extractive report, no model call' : 'the agent wrote the summary in its own request'})`)
-    out.push(`  net effect of this ${f.kind === 'block' ? 'commit' : 'fold'} alone: ${f.saved >= 0 ? 'saved' : 'cost'} ${money(Math.abs(f.saved), p)}; ${f.breakEvenRequests === null ? 'it freed nothing, so it never pays back' : `it pays back after ${f.breakEvenRequests} later request${f.breakEvenRequests === 1 ? '' : 's'}`}`)
+    const call = f.kind === 'compaction' ? 'summary call' : 'report call'
+    if (f.reportCall) out.push(`  ${call}: ${n(f.reportCall.input)} input (${n(f.reportCall.hit)} hit, ${n(f.reportCall.miss)} miss) + ${n(f.reportCall.output)} output = ${money(f.reportCall.cost, p)}`)
+    else out.push(`  ${call}: none (${f.report === 'extractive' ? `extractive ${what}, no model call` : 'the agent wrote the summary in its own request'})`)
+    out.push(`  net effect of this ${f.kind === 'block' ? 'commit' : f.kind} alone: ${f.saved >= 0 ? 'saved' : 'cost'} ${money(Math.abs(f.saved), p)}; ${f.breakEvenRequests === null ? 'it freed nothing, so it never pays back' : `it pays back after ${f.breakEvenRequests} later request${f.breakEvenRequests === 1 ? '' : 's'}`}`)
   }
   const { with: w, without: wo, saved: s } = a.totals
   out.push('')
@@ -501,22 +541,23 @@ export async function runEconomics(opts, cli) {
   const { header, events, session } = await cli.replay(file)
   let deps
   try {
-    const [{ Context }, { TokenMeter }, { Session, SessionId }, { createUserMessage }, { INSTRUCTIONS }] = await Promise.all([
+    const [{ Context }, { TokenMeter }, { Session, SessionId }, { createUserMessage }, { INSTRUCTIONS }, { INSTRUCTIONS: COMPACTION }] = await Promise.all([
       import('@deepseek-ai/cordis'),
       import('@deepseek-ai/dsh-token-meter'),
       import('@deepseek-ai/dsh-session'),
       import('@deepseek-ai/dsh-llm'),
       import('../plugin/fold/summarize.js'),
+      import('../plugin/compaction/summary.js'),
     ])
     const ctx = new Context()
     await ctx.plugin(TokenMeter)
-    deps = { meter: ctx.get('tokenMeter'), emptySession: Session.create(SessionId('dsh-fold-economics-envelope')), createUserMessage, INSTRUCTIONS }
+    deps = { meter: ctx.get('tokenMeter'), emptySession: Session.create(SessionId('dsh-fold-economics-envelope')), createUserMessage, INSTRUCTIONS, COMPACTION }
   } catch (e) {
     cli.fail(`economics needs DSH's token meter (@deepseek-ai/dsh-token-meter, a DSH install provides it): ${/** @type {Error} */ (e).message}`, 65)
   }
   const folds = findFolds(events)
-  if (!folds.length) cli.fail(`NO_FOLDS: session ${header.id} has no fold (rewind report) and no block commit; there is nothing to compare`, 1)
-  const a = analyze({ events, session, emptySession: deps.emptySession, meter: deps.meter, prices, instructions: deps.INSTRUCTIONS, createUserMessage: deps.createUserMessage })
+  if (!folds.length) cli.fail(`NO_FOLDS: session ${header.id} has no fold (rewind report), no block commit and no compaction; there is nothing to compare`, 1)
+  const a = analyze({ events, session, emptySession: deps.emptySession, meter: deps.meter, prices, instructions: { ...deps.INSTRUCTIONS, compaction: deps.COMPACTION.en }, createUserMessage: deps.createUserMessage })
   const about = { sessionId: header.id, events: events.length }
   const text = renderText(a, about)
   if (opts.html !== undefined || opts.svg !== undefined) {

@@ -33,7 +33,7 @@ import { CompactionEngine, CompactionId, ManualCompactionError, compactCheckpoin
 import { CONTEXT_WINDOW_EXCEEDED_CODE, createUserMessage, errorChain } from '@deepseek-ai/dsh-llm'
 
 import { addon } from '../shared/addon.js'
-import { Config, budgets, policyFor, resolveConfig } from './config.js'
+import { Config, budgets, policyFor, resolveConfig, summaryCap } from './config.js'
 import { bracketState } from './lock.js'
 import { OWN_MARKER, compactionSnapshot } from './snapshot.js'
 import { composeSummary, llmSummary, routeOf } from './summary.js'
@@ -139,7 +139,7 @@ export default class FoldCompactionEngine extends CompactionEngine {
   /**
    * Plans on the session as it is now.
    * @param {any} session @param {'pressure' | 'context-overflow' | 'manual'} trigger
-   * @param {{totalTokens?: number, thresholdTokens?: number, retainTokens?: number}} pressure
+   * @param {{thresholdTokens?: number, retainTokens?: number, contextWindow?: number}} pressure
    * @param {number[]} anchors
    */
   _plan(session, trigger, pressure, anchors) {
@@ -150,10 +150,23 @@ export default class FoldCompactionEngine extends CompactionEngine {
       totalTokens: measurement.totalTokens,
       thresholdTokens: pressure.thresholdTokens ?? 0,
       retainTokens: pressure.retainTokens ?? 0,
-      maxSummaryTokens: this.config.maxSummaryTokens,
+      maxSummaryTokens: summaryCap(this.config, pressure.contextWindow),
       pasteChars: this.config.pasteChars,
     })
     return { plan, measurement }
+  }
+
+  /**
+   * The routed model's context window, when its adapter knows it (never fails: a manual or
+   * overflow compaction needs none).
+   * @param {any} session @param {any} agent @param {AbortSignal} [signal]
+   */
+  async _contextWindow(session, agent, signal) {
+    const target = routedTarget(session) ?? routeOf(session, agent)
+    if (!target) return undefined
+    const info = await this.ctx.llm.resolveModelInfo(target.provider, target.model, signal).catch(() => undefined)
+    const window = info?.context?.contextWindow
+    return Number.isInteger(window) && window > 0 ? window : undefined
   }
 
   /**
@@ -168,7 +181,8 @@ export default class FoldCompactionEngine extends CompactionEngine {
     const policy = policyFor(this.config, target)
     if (trigger === 'context-overflow') {
       const anchors = await this._anchors(session)
-      const { plan, measurement } = this._plan(session, 'context-overflow', {}, anchors)
+      const contextWindow = await this._contextWindow(session, agent, signal)
+      const { plan, measurement } = this._plan(session, 'context-overflow', { contextWindow }, anchors)
       if (!plan) return null
       return this._transact(agent, plan, measurement, { owner: 'turn', trigger, signal, policy })
     }
@@ -189,7 +203,7 @@ export default class FoldCompactionEngine extends CompactionEngine {
     for (let attempt = 0; attempt <= policy.compactionRetries; attempt++) {
       // The step boundary's common case, below the threshold, costs one measurement.
       if (this.ctx.tokenMeter.measure(session).totalTokens < spec.thresholdTokens) return result
-      const { plan, measurement } = this._plan(session, 'pressure', spec, anchors)
+      const { plan, measurement } = this._plan(session, 'pressure', { ...spec, contextWindow }, anchors)
       if (!plan) return result
       result = await this._transact(agent, plan, measurement, { owner: 'turn', trigger, signal, policy })
       if (this.ctx.tokenMeter.measure(session).totalTokens < spec.thresholdTokens) return result
@@ -211,7 +225,8 @@ export default class FoldCompactionEngine extends CompactionEngine {
           const session = agent.session
           if (addon.foldInProgress(String(session.id))) throw new ManualCompactionError('busy', 'manual compaction: a rewind of this session is in progress')
           const anchors = await this._anchors(session)
-          const { plan, measurement } = this._plan(session, 'manual', {}, anchors)
+          const contextWindow = await this._contextWindow(session, agent, operation)
+          const { plan, measurement } = this._plan(session, 'manual', { contextWindow }, anchors)
           if (!plan) return null
           const target = routedTarget(session) ?? routeOf(session, agent)
           return await this._transact(agent, plan, measurement, {
@@ -248,11 +263,18 @@ export default class FoldCompactionEngine extends CompactionEngine {
     if (!toolPairingBalancedBefore(session, start)) throw new Error(`compactRegion: start seq ${start} is not a balanced boundary (would split a step's tool-call/result pair)`)
     if (!toolPairingBalancedAfter(session, end)) throw new Error(`compactRegion: end seq ${end} is not a balanced boundary (would split a step, or the step is still open)`)
     if (bracketState(session).liveStart) throw new ManualCompactionError('busy', 'compaction: compaction already in progress; the session compaction lock is already active')
+    const anchors = await this._anchors(session)
+    const contextWindow = await this._contextWindow(session, agent, signal)
+    // From here to the bracket's start nothing yields: the range validated above may have
+    // moved while the awaits ran, so it is found again on the surface as it is now.
+    const nowStart = session.surface.nodes.indexOf(start)
+    const nowEnd = session.surface.nodes.indexOf(end)
+    if (nowStart !== startPos || nowEnd !== endPos) throw new Error(`compactRegion: the range ${start}..${end} moved on the surface while the compaction was prepared`)
     const measurement = this.ctx.tokenMeter.measure(session)
-    const snapshot = compactionSnapshot(session, measurement, { anchors: await this._anchors(session), blockToolName: this.config.blockToolName })
+    const snapshot = compactionSnapshot(session, measurement, { anchors, blockToolName: this.config.blockToolName })
     const plan = addon.planCompactionRange(
       snapshot,
-      { trigger: 'manual', totalTokens: measurement.totalTokens, thresholdTokens: 0, retainTokens: 0, maxSummaryTokens: this.config.maxSummaryTokens, pasteChars: this.config.pasteChars },
+      { trigger: 'manual', totalTokens: measurement.totalTokens, thresholdTokens: 0, retainTokens: 0, maxSummaryTokens: summaryCap(this.config, contextWindow), pasteChars: this.config.pasteChars },
       startPos,
       endPos + 1,
     )
@@ -381,7 +403,7 @@ export default class FoldCompactionEngine extends CompactionEngine {
           agent,
           seqs: Uint32Array.from(seqs),
           route,
-          maxTokens: Math.min(policy.maxTokens, this.config.maxSummaryTokens),
+          maxTokens: policy.maxTokens,
           language,
           timeoutMs: this.config.summaryTimeoutMs,
           signal,

@@ -11,7 +11,7 @@
 import Schema from '@deepseek-ai/schemastery'
 
 const POLICY_KEYS = ['thresholdRatio', 'retainRatio', 'retainTokens', 'summarizationProvider', 'summarizationModel', 'maxTokens', 'compactionRetries', 'maxOverflowRetries']
-const OWN_KEYS = ['summarizer', 'maxSummaryTokens', 'pasteChars', 'language', 'summaryTimeoutMs', 'blockToolName']
+const OWN_KEYS = ['summarizer', 'maxSummaryTokens', 'summaryRatio', 'pasteChars', 'language', 'summaryTimeoutMs', 'blockToolName']
 const CONFIG_KEYS = new Set([...POLICY_KEYS, 'modelPolicies', 'auto', ...OWN_KEYS])
 const MODEL_POLICY_KEYS = new Set(['provider', 'model', ...POLICY_KEYS])
 
@@ -33,7 +33,8 @@ export const Config = Schema.object({
   ).description('Overrides for exact provider/model routes.'),
   auto: Schema.boolean().description('Compact under step pressure and on context overflow (default true); false: /compact only.'),
   summarizer: Schema.union(['extractive', 'llm']).description('extractive (default): no model call; llm: one call, the extractive summary its fallback.'),
-  maxSummaryTokens: Schema.natural().min(256).description('Most tokens a summary may take (default 8192).'),
+  maxSummaryTokens: Schema.natural().min(256).description('Most tokens a summary may take (default: summaryRatio of the context window, at least 8192).'),
+  summaryRatio: Schema.number().description('Without maxSummaryTokens: the summary\'s cap as a fraction of the routed context window (default 0.15; never below 8192 tokens).'),
   pasteChars: Schema.natural().min(200).description('A user message longer than this many chars is cut to its head and tail (default 4000).'),
   language: Schema.union(['en', 'zh']).description('Language of the summary\'s headings (default en).'),
   summaryTimeoutMs: Schema.natural().min(1).description('With summarizer llm: the call\'s time limit (default 180000).'),
@@ -54,7 +55,7 @@ export const Config = Schema.object({
 
 /**
  * @typedef {Policy & {modelPolicies: (Partial<Policy> & {provider: string, model: string})[], auto: boolean,
- *   summarizer: 'extractive' | 'llm', maxSummaryTokens: number, pasteChars: number, language: 'en' | 'zh',
+ *   summarizer: 'extractive' | 'llm', maxSummaryTokens?: number, summaryRatio: number, pasteChars: number, language: 'en' | 'zh',
  *   summaryTimeoutMs: number, blockToolName: string}} ResolvedConfig
  */
 
@@ -105,6 +106,7 @@ export function resolveConfig(config = {}) {
   if (config.summarizer !== undefined && !['extractive', 'llm'].includes(config.summarizer)) fail(`summarizer must be 'extractive' or 'llm', got ${JSON.stringify(config.summarizer)}`)
   if (config.language !== undefined && !['en', 'zh'].includes(config.language)) fail(`language must be 'en' or 'zh', got ${JSON.stringify(config.language)}`)
   integer('maxSummaryTokens', config.maxSummaryTokens, 256)
+  ratio('summaryRatio', config.summaryRatio)
   integer('pasteChars', config.pasteChars, 200)
   integer('summaryTimeoutMs', config.summaryTimeoutMs, 1)
   if (config.blockToolName !== undefined && (typeof config.blockToolName !== 'string' || !config.blockToolName)) fail('blockToolName must be a non-empty string')
@@ -138,7 +140,8 @@ export function resolveConfig(config = {}) {
     modelPolicies: policies.map((/** @type {any} */ p) => ({ ...p })),
     auto: config.auto ?? true,
     summarizer: config.summarizer ?? 'extractive',
-    maxSummaryTokens: config.maxSummaryTokens ?? 8192,
+    ...(config.maxSummaryTokens === undefined ? {} : { maxSummaryTokens: config.maxSummaryTokens }),
+    summaryRatio: config.summaryRatio ?? 0.15,
     pasteChars: config.pasteChars ?? 4000,
     language: config.language ?? 'en',
     summaryTimeoutMs: config.summaryTimeoutMs ?? 180_000,
@@ -164,6 +167,19 @@ export function policyFor(config, target) {
     compactionRetries: o?.compactionRetries ?? config.compactionRetries,
     maxOverflowRetries: o?.maxOverflowRetries ?? config.maxOverflowRetries,
   }
+}
+
+/** The smallest default summary cap, in tokens (compaction-basic's default `maxTokens`). */
+export const MIN_SUMMARY_TOKENS = 8192
+
+/**
+ * The summary's cap: `maxSummaryTokens`, else `summaryRatio` of the context window (when known),
+ * never below {@link MIN_SUMMARY_TOKENS}.
+ * @param {ResolvedConfig} config @param {number | undefined} contextWindow
+ */
+export function summaryCap(config, contextWindow) {
+  if (config.maxSummaryTokens !== undefined) return config.maxSummaryTokens
+  return Math.max(MIN_SUMMARY_TOKENS, Number.isInteger(contextWindow) ? Math.floor(/** @type {number} */ (contextWindow) * config.summaryRatio) : 0)
 }
 
 /**

@@ -14,6 +14,14 @@ import { isCompactCheckpointSource } from '@deepseek-ai/dsh-compaction'
 
 import { visibleChars } from '../shared/meter.js'
 import { eventLog, isRewindReportSource } from '../shared/surface.js'
+import { carriedText } from './summary.js'
+
+/** @param {any} message */
+const textOf = (message) =>
+  (message?.content ?? [])
+    .filter((/** @type {any} */ b) => b?.type === 'text')
+    .map((/** @type {any} */ b) => b.text)
+    .join('')
 
 const FORMAT = 3
 const KIND = { other: 0, user: 1, assistant: 2, toolResult: 3 }
@@ -82,7 +90,8 @@ function describe(facts, log, seq, blockToolName) {
   switch (event.type) {
     case 'user/message':
       out.kind = KIND.user
-      out.chars = visibleChars(event.data?.content)
+      // Our own earlier checkpoint weighs what a later one carries of it (summary.js).
+      out.chars = out.source === SOURCE.compactionSummary ? carriedText(textOf(event.data)).length : visibleChars(event.data?.content)
       if (out.source === SOURCE.blockSummary) out.blocks = strings(event.data.source.blockPtc?.remaining)
       break
     case 'assistant/message': {

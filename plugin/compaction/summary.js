@@ -72,6 +72,24 @@ export function checkpointBody(text) {
   return splitRecallHint(inner.trim()).body.trim()
 }
 
+/** Headings of condensed tool work in our summaries (both languages, extractive and llm). */
+const WORK_HEADING = /^### (Tool work \(seq|工具操作（seq|The work in this span|此区间工作的总结)/
+
+/**
+ * What a later compaction carries of one of our earlier checkpoints: its user messages, reports,
+ * block summaries and earlier foreign checkpoints as written; of each condensed tool-work part
+ * only its heading and a note that recall returns it (the work was condensed once; the next
+ * checkpoint condenses only new work, so carried text does not grow with every pass).
+ * @param {string} text the checkpoint message's text
+ * @param {'en' | 'zh'} [language]
+ */
+export function carriedText(text, language = 'en') {
+  const body = checkpointBody(text)
+  const note = language === 'zh' ? '（之前已压缩；recall 可取回原文）' : ' (condensed earlier; recall returns its lines)'
+  const parts = body.split(/\n(?=### )/)
+  return parts.map((part) => (WORK_HEADING.test(part) ? `${part.split('\n', 1)[0]}${note}` : part)).join('\n')
+}
+
 /**
  * @typedef {object} Composed
  * @property {string} text the replacement's whole text
@@ -145,7 +163,7 @@ export function composeSummary(ctx, session, plan, { compactionId, language, llm
     counts.verbatim++
     // Our own earlier checkpoint is spliced in as the parts it already is; another backend's
     // keeps a heading of its own.
-    if (item.source === 'compaction-summary') parts.push(checkpointBody(text))
+    if (item.source === 'compaction-summary') parts.push(carriedText(text, language))
     else if (item.source === 'foreign-summary') parts.push(`${heading}\n${checkpointBody(text)}`)
     else parts.push(`${heading}\n${text}`)
   }
