@@ -140,3 +140,88 @@ describe('context overflow', () => {
     assert.deepEqual(protocolProblems(model.requests.at(-1).messages), [])
   })
 })
+
+describe('the llm summarizer', () => {
+  it('makes one call routed and framed as compaction-basic does, and carries the user\'s words beside it', async () => {
+    const model = new PressureModel({ contextWindow: 8000, script: exploring(8), summarize: () => ({ text: '- probed src/p; checksum mismatch in every file' }) })
+    const root = await bootHost({ model, config: { summarizer: 'llm' } })
+    const agent = await agentOn(root)
+    await prompt(agent, 'Find why the checksum fails in src/p.')
+    const [c] = compactionsOf(agent.session)
+    assert.ok(c)
+    const request = model.summaryRequests[0]
+    assert.equal(request.purpose, 'compaction')
+    assert.deepEqual([request.provider, request.model], ['scripted', 'm1'])
+    assert.equal(c.summary.data.llmStreamCall, true)
+    assert.equal(c.summary.data.provider, 'scripted')
+    assert.equal(c.replacement.data.source.foldCompaction.summarizer, 'llm')
+    const text = textOf(c.replacement.data)
+    assert.match(text, /checksum mismatch in every file/)
+    assert.match(text, /Find why the checksum fails in src\/p\./)
+    assert.equal(model.summaryRequests.length, compactionsOf(agent.session).length)
+  })
+
+  it('falls back to the extractive summary when the call fails', async () => {
+    const model = new PressureModel({ contextWindow: 8000, script: exploring(8), summarize: () => [{ type: 'finish', reason: { kind: 'error', failure: { code: 'PROVIDER_ERROR', message: 'upstream 500' } } }] })
+    model.summarize = () => {
+      throw new Error('upstream 500')
+    }
+    const root = await bootHost({ model, config: { summarizer: 'llm' } })
+    const agent = await agentOn(root)
+    await prompt(agent, 'Find why the checksum fails in src/p.')
+    const [c] = compactionsOf(agent.session)
+    assert.ok(c, 'the fallback did not land')
+    assert.equal(c.replacement.data.source.foldCompaction.summarizer, 'extractive')
+    assert.equal(c.summary.data.provider, 'dsh-fold')
+  })
+})
+
+describe('compactRegion and configuration', () => {
+  it('compacts an explicit balanced range inside the open turn, and refuses an unbalanced one', async () => {
+    /** @type {any} */
+    let result
+    /** @type {unknown} */
+    let refused
+    const model = new PressureModel({
+      contextWindow: 200_000,
+      script: async (/** @type {any} */ _o, /** @type {number} */ n) => {
+        if (n < 4) return { calls: [probe(`q${n}`, `src/q/${n}.rs`)] }
+        return { text: 'done' }
+      },
+    })
+    const root = await bootHost({ model })
+    root.on('agent/pre-step', async (/** @type {any} */ { agent }, /** @type {() => any} */ next) => {
+      const nodes = agent.session.surface.nodes
+      if (!result && nodes.length >= 7) {
+        refused = await root.compaction.compactRegion(nodes[1], nodes[1], agent).then(() => undefined, (e) => e)
+        result = await root.compaction.compactRegion(nodes[1], nodes[4], agent)
+      }
+      return next()
+    })
+    const agent = await agentOn(root)
+    await prompt(agent, 'Map src/q.')
+    assert.match(String(refused), /not a balanced boundary/)
+    assert.ok(result, 'no compaction')
+    assert.equal(result.shadowedSeqs.length, 4)
+    assert.deepEqual(protocolProblems(agent.session.deriveMessages()), [])
+    assert.equal(compactionsOf(agent.session)[0].start.data.turn, 1)
+  })
+
+  it('fails at load on a bad configuration, naming the key', async () => {
+    const model = new PressureModel({ contextWindow: 8000, script: exploring(2) })
+    for (const [config, pattern] of /** @type {const} */ ([
+      [{ retainRatio: 0.9 }, /retainRatio \(0\.9\) must be less than thresholdRatio/],
+      [{ retainRatio: 0.1, retainTokens: 100 }, /mutually exclusive/],
+      [{ summarizer: 'gpt' }, /summarizer/],
+      [{ summarizationProvider: 'x' }, /set together/],
+      [{ modelPolicies: [{ provider: 'a', model: 'b' }, { provider: 'a', model: 'b' }] }, /duplicate model policy/],
+    ])) {
+      const { resolveConfig } = await import('../../plugin/compaction/config.js')
+      assert.throws(() => resolveConfig(config), (e) => e.code === 'INVALID_CONFIG' && pattern.test(e.message), JSON.stringify(config))
+    }
+    await assert.rejects(async () => {
+      const root = await bootHost({ model, config: { thresholdRatio: 2 } })
+      root.compaction.config
+    })
+  })
+})
