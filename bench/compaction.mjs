@@ -265,8 +265,15 @@ async function grade(root, session, pressure, window, turns) {
     const probes = [...verbatim.map((v) => v.text.split('\n').find((l) => l.trim().length > 8)?.trim().slice(0, 80)), ...facts.errors.slice(0, 10), ...facts.paths.slice(0, 5), ...facts.commands.slice(0, 5)].filter(Boolean)
     for (const q of probes) {
       recallTried++
-      const r = await root.recall.recall(session, { compaction: id, query: escapeRe(/** @type {string} */ (q).slice(0, 120)) }).catch(() => ({ matches: 0 }))
-      if (r.matches > 0) recallFound++
+      // A call's arguments are recalled as the model wrote them (JSON): a command with quotes is
+      // found in its JSON-escaped form.
+      const text = /** @type {string} */ (q).slice(0, 120)
+      let found = false
+      for (const query of new Set([text, JSON.stringify(text).slice(1, -1)])) {
+        const r = await root.recall.recall(session, { compaction: id, query: escapeRe(query) }).catch(() => ({ matches: 0 }))
+        if (r.matches > 0) found = true
+      }
+      if (found) recallFound++
     }
     // Splits: the range took nodes of the exploration active then, or of the block in progress.
     const event = pressure.find((p) => e.seq >= p.from && e.seq < p.to)

@@ -35,7 +35,7 @@ import { CONTEXT_WINDOW_EXCEEDED_CODE, createUserMessage, errorChain } from '@de
 import { addon } from '../shared/addon.js'
 import { Config, budgets, policyFor, resolveConfig, summaryCap } from './config.js'
 import { bracketState } from './lock.js'
-import { OWN_MARKER, compactionSnapshot } from './snapshot.js'
+import { OWN_MARKER, compactionSnapshot, describeSurface } from './snapshot.js'
 import { composeSummary, llmSummary, routeOf } from './summary.js'
 
 export { Config }
@@ -94,6 +94,9 @@ export default class FoldCompactionEngine extends CompactionEngine {
       if (status === 'idle') this.overflowRetries.delete(agent)
     })
     ctx.on('session/event', (/** @type {any} */ session, /** @type {any} */ event) => {
+      // Keep the snapshot's per-event facts caught up step by step, outside the append, so a
+      // compaction does not describe a long surface inside the step boundary it runs at.
+      if (event.type === 'step/end') queueMicrotask(() => this._warm(session))
       if (event.type !== 'assistant/message') return
       const agent = this.overflowAgents.get(session)
       if (agent !== undefined) this.overflowRetries.delete(agent)
@@ -117,6 +120,15 @@ export default class FoldCompactionEngine extends CompactionEngine {
       this.overflowRetries.set(agent, retries + 1)
       return { kind: 'retry' }
     })
+  }
+
+  /** @param {any} session */
+  _warm(session) {
+    try {
+      describeSurface(session, this.config.blockToolName)
+    } catch (error) {
+      this.ctx.logger?.warn?.(`dsh-fold/compaction: describing the session failed: ${/** @type {Error} */ (error)?.message ?? error}`)
+    }
   }
 
   /**

@@ -4,10 +4,21 @@
  * "Blocking"): the latest `compaction/start` without a later `compaction/end` is live — another
  * compaction (of any producer: basic, block mode, this backend) holds the session — unless a
  * newer `session/end-seed` shows it is stale evidence of an earlier process lifecycle. Also the
- * open turn, which owns an automatic bracket. Read from the log's tail back; stops as soon as
- * all three are known.
+ * open turn, which owns an automatic bracket. Each session's log is read once, forward, as it
+ * grows (a step boundary reads only the events since the last one).
  */
 import { eventLog } from '../shared/surface.js'
+
+/**
+ * @typedef {object} BracketFacts
+ * @property {number} scanned log length read so far
+ * @property {any} unmatched the latest `compaction/start` with no later end, if any
+ * @property {number} endSeed the latest `session/end-seed`'s seq, or -1
+ * @property {number | null} openTurn
+ */
+
+/** @type {WeakMap<object, BracketFacts>} the log is append-only: each session is read once, forward */
+const cache = new WeakMap()
 
 /**
  * @param {any} session
@@ -15,33 +26,29 @@ import { eventLog } from '../shared/surface.js'
  */
 export function bracketState(session) {
   const log = eventLog(session)
-  /** @type {any} */
-  let unmatched
-  let bracketKnown = false
-  let endSeed = -1
-  let endSeedKnown = false
-  /** @type {number | null} */
-  let openTurn = null
-  let turnKnown = false
-  for (let i = log.length - 1; i >= 0 && !(bracketKnown && endSeedKnown && turnKnown); i--) {
+  let facts = cache.get(session)
+  if (!facts || facts.scanned > log.length) cache.set(session, (facts = { scanned: 0, unmatched: undefined, endSeed: -1, openTurn: null }))
+  for (let i = facts.scanned; i < log.length; i++) {
     const e = log[i]
-    if (!endSeedKnown && e.type === 'session/end-seed') {
-      endSeed = e.seq
-      endSeedKnown = true
-    }
-    if (!bracketKnown) {
-      if (e.type === 'compaction/start') {
-        unmatched = e
-        bracketKnown = true
-      } else if (e.type === 'compaction/end') bracketKnown = true
-    }
-    if (!turnKnown) {
-      if (e.type === 'turn/start') {
-        openTurn = e.data?.turn ?? null
-        turnKnown = true
-      } else if (e.type === 'turn/end') turnKnown = true
+    switch (e.type) {
+      case 'compaction/start':
+        facts.unmatched = e
+        break
+      case 'compaction/end':
+        facts.unmatched = undefined
+        break
+      case 'session/end-seed':
+        facts.endSeed = e.seq
+        break
+      case 'turn/start':
+        facts.openTurn = e.data?.turn ?? null
+        break
+      case 'turn/end':
+        facts.openTurn = null
+        break
     }
   }
-  const liveStart = unmatched !== undefined && !(endSeed > unmatched.seq) ? unmatched : undefined
-  return { liveStart, openTurn }
+  facts.scanned = log.length
+  const liveStart = facts.unmatched !== undefined && !(facts.endSeed > facts.unmatched.seq) ? facts.unmatched : undefined
+  return { liveStart, openTurn: facts.openTurn }
 }

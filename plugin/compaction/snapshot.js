@@ -138,6 +138,18 @@ function blockIds(raw) {
 }
 
 /**
+ * Describes the surface nodes not yet described (each event once). The backend calls it after
+ * every step, outside the append, so a compaction's snapshot finds the surface described.
+ * @param {any} session @param {string} [blockToolName]
+ */
+export function describeSurface(session, blockToolName = 'block_run_code') {
+  let facts = cache.get(session)
+  if (!facts) cache.set(session, (facts = new SessionFacts()))
+  const log = eventLog(session)
+  for (const seq of session.surface.nodes) describe(facts, log, seq, blockToolName)
+}
+
+/**
  * The compaction snapshot of `session` now.
  * @param {any} session
  * @param {{nodes: readonly {seq: number, tokens: number}[]}} measurement DSH's `tokenMeter.measure(session)`

@@ -31,7 +31,10 @@
 //!    another range relieves the pressure); else the latest that relieves; else, when no cut
 //!    relieves, the latest valid cut (the most a pass can free; the caller may run another).
 //!    On overflow the latest valid cut, whatever it splits; for `/compact` the latest cut that
-//!    splits nothing, else the latest valid one.
+//!    splits nothing, else the latest valid one, and only where the summary at its natural size
+//!    is smaller than the range (a `/compact` never degrades items to make room).
+//!    A range made only of earlier compaction summaries is never taken: it holds no new work,
+//!    and writing it again could only lose what it carries.
 //! 5. **Items.** The range's nodes become the summary's items, in order: each user message, each
 //!    rewind report, block summary and earlier compaction summary (ours or another backend's) is
 //!    one item carried *verbatim* (a user message longer than `paste_chars` is *cut*: its head
@@ -136,14 +139,21 @@ impl Source {
         )
     }
 
-    /// The order in which verbatim items degrade to pointers (lower first).
+    /// The order in which verbatim items degrade to pointers (lower first): another backend's
+    /// summary, then the model's reports and block summaries, then our earlier summaries (what
+    /// they carry is the user's words and the model's text) and the user's messages.
     fn degrade_rank(self) -> u8 {
         match self {
-            Self::CompactionSummary | Self::ForeignSummary => 0,
+            Self::ForeignSummary => 0,
             Self::RewindReport | Self::BlockSummary => 1,
-            Self::User => 2,
+            Self::CompactionSummary | Self::User => 2,
             Self::Work => 3,
         }
+    }
+
+    /// An earlier compaction summary (ours or another backend's).
+    fn is_summary(self) -> bool {
+        matches!(self, Self::CompactionSummary | Self::ForeignSummary)
     }
 }
 
@@ -682,13 +692,14 @@ pub fn plan(surface: &CompactionSurface, params: &Params) -> Option<Plan> {
     // smallest (every item a pointer) it is.
     let useful = |c: usize| (framing(c) + needs.verbatim[c] + needs.natural[c]).div_ceil(CHARS_PER_TOKEN) < prefix[c];
     let shrinks = |c: usize| (framing(c) + needs.items[c] * POINTER_CHARS).div_ceil(CHARS_PER_TOKEN) < prefix[c];
-    let latest = |ok: &dyn Fn(usize) -> bool| (1..=c_max).rev().find(|&c| valid[c] && ok(c));
+    // The first node that is not an earlier summary: a range must reach past it.
+    let first_new = nodes.iter().position(|n| !n.source.is_summary()).unwrap_or(n);
+    let latest = |ok: &dyn Fn(usize) -> bool| (1..=c_max).rev().find(|&c| c > first_new && valid[c] && ok(c));
 
     let chosen = match params.trigger {
         Trigger::Overflow => latest(&shrinks),
-        Trigger::Manual => latest(&|c| useful(c) && !splits(c).any() && on_model_lines(c))
-            .or_else(|| latest(&useful))
-            .or_else(|| latest(&shrinks)),
+        // `/compact` relieves no pressure: it never degrades what it carries to make room.
+        Trigger::Manual => latest(&|c| useful(c) && !splits(c).any() && on_model_lines(c)).or_else(|| latest(&useful)),
         Trigger::Pressure => latest(&|c| relieves(c) && !splits(c).any() && on_model_lines(c))
             .or_else(|| latest(&|c| relieves(c) && !splits(c).in_progress()))
             .or_else(|| latest(&relieves))
