@@ -257,6 +257,11 @@ async function grade(root, session, pressure, window, turns) {
     }
     const facts = regionFacts(messages.map((m) => ({ ...m, role: m.role ?? 'user' })))
     const kept = keptCounts(text, facts)
+    if (process.env.BENCH_MISSING) {
+      const { missing } = await import('../bin/report-facts.mjs')
+      const gone = missing(text, facts)
+      if (gone.paths.length + gone.commands.length) console.error('MISSING', e.seq, JSON.stringify(e.data.summary?.[0]?.text?.length), JSON.stringify({ ...gone, errors: gone.errors.slice(0, 3) }).slice(0, 600), 'items', JSON.stringify(replacement.data.source.foldCompaction?.items), 'degraded', replacement.data.source.foldCompaction?.degraded)
+    }
     const verbatimKept = verbatim.filter((v) => text.includes(v.text.slice(0, Math.min(v.text.length, 2000)))).length
     // Recall: every verbatim item and a sample of facts, by this compaction's id.
     const id = e.data.compactionId

@@ -24,7 +24,7 @@ import { BENCH_DIR, ROOT, parseArgs } from './lib/common.mjs'
 import { fmtSpread, fmtUs, fmtX } from './lib/stats.mjs'
 
 const { quick, opts } = parseArgs()
-const SECTIONS = ['fold', 'has-active', 'mark', 'concurrent', 'load', 'report', 'block']
+const SECTIONS = ['fold', 'has-active', 'mark', 'concurrent', 'load', 'report', 'block', 'compaction']
 const only = typeof opts.only === 'string' ? opts.only.split(',') : SECTIONS
 for (const s of only) if (!SECTIONS.includes(s)) throw new Error(`unknown section ${s}; sections: ${SECTIONS.join(', ')}`)
 
@@ -263,6 +263,29 @@ function render(meta, R) {
       ])
     }
   }
+  const CP = R.compaction
+  if (CP) {
+    const pct = (/** @type {number} */ k, /** @type {number} */ t) => (t ? `${((100 * k) / t).toFixed(1)}%` : 'n/a')
+    const ours = CP.runs.filter((/** @type {any} */ r) => r.backend === 'fold')
+    const big = ours.find((/** @type {any} */ r) => r.window >= 200_000)
+    if (big) rows.push([`9. compaction on a ~${Math.round((big.window * 0.8) / 1000)}k-token surface (measure + plan + summary + 4 appends)`, '≤ 5 ms p50', `${big.ms.median.toFixed(1)} ms p50 [${big.ms.p10.toFixed(1)}–${big.ms.p90.toFixed(1)}]`, big.ms.median <= 5 ? verdict(true) : `${verdict(false)} by ${fmtX(big.ms.median / 5)}`])
+    const sum = (/** @type {(r: any) => number} */ f) => ours.reduce((n, r) => n + f(r), 0)
+    rows.push(['9. model calls per compaction', '0', String(sum((r) => r.modelCalls)), sum((r) => r.modelCalls) === 0 ? verdict(true) : verdict(false)])
+    const events = sum((r) => r.pressureEvents)
+    const one = sum((r) => r.onePass)
+    rows.push(['9. pressure events relieved in one pass', '≥ 95%', `${one} / ${events} (${pct(one, events)})`, events && one / events >= 0.95 ? verdict(true) : verdict(false)])
+    for (const k of ['paths', 'commands', 'errors']) {
+      const kept = sum((r) => r.facts[k].kept)
+      const total = sum((r) => r.facts[k].total)
+      rows.push([`9. ${k} of the compacted ranges kept`, '≥ 95%', `${kept} / ${total} (${pct(kept, total)})`, total && kept / total >= 0.95 ? verdict(true) : verdict(false)])
+    }
+    const vk = sum((r) => r.verbatim.kept)
+    const vt = sum((r) => r.verbatim.total)
+    rows.push(['9. user messages and model-written summaries kept verbatim', '100%', `${vk} / ${vt}`, vk === vt ? verdict(true) : verdict(false)])
+    const rf = sum((r) => r.recall.found)
+    const rt = sum((r) => r.recall.tried)
+    rows.push(['9. of them (and sampled facts) found again by recall', '100%', `${rf} / ${rt} (${pct(rf, rt)})`, rf === rt ? verdict(true) : verdict(false)])
+  }
   const LD0 = R.load
   if (LD0?.cycles?.['cycles-fold']) {
     const f = LD0.cycles['cycles-fold']
@@ -457,11 +480,36 @@ function render(meta, R) {
     if (B.run) L.push(`Sections 7–8 were measured in their own run (\`node --expose-gc bench/block.mjs\`, commit ${B.run.commit}, ${B.run.date}) and merged into this report's JSON as \`results.block\`; the other sections are from the run described at the top.`, '')
   }
 
+  // ---- 9. compaction
+  if (R.compaction) L.push(...compactionTables(R.compaction), '')
+
   if (!meta.quick) {
     const notes = path.join(BENCH_DIR, 'NOTES.md')
     if (existsSync(notes)) L.push(readFileSync(notes, 'utf8').trim(), '')
   }
   return L.join('\n') + '\n'
+}
+
+/**
+ * Figure 9's tables: dsh-fold/compaction vs compaction-basic on the same sessions (also the
+ * tables of docs/compaction.md).
+ * @param {any} C the section's result
+ * @returns {string[]} Markdown lines
+ */
+function compactionTables(C) {
+  const pct = (/** @type {number} */ k, /** @type {number} */ t) => (t ? `${((100 * k) / t).toFixed(1)}%` : '—')
+  const L = ['## 9. Compaction: dsh-fold/compaction vs compaction-basic', '']
+  L.push('Sessions made from the recorded trajectory corpus (one turn per segment; checkpoint marks, finished explorations and blocks placed as an agent places them), run through a real AgentLoop + TokenMeter + SessionStore; the adapter reports the context window shown, so pressure triggers at basic\'s default `thresholdRatio` 0.8. Method: bench/compaction.mjs.', '')
+  L.push('| session | window | backend | pressure events | one pass | compactions | ms p50 [p10–p90] | model calls | paths kept | commands kept | error lines kept | user + model-written kept | found by recall | cut inside an active exploration | cut inside the block in progress | summary tokens p50 | summarizer call sent p50 |')
+  L.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|')
+  for (const r of C.runs) {
+    const f = r.facts
+    L.push(
+      `| ${r.tokens / 1000}k tokens (${r.turns} turns) | ${r.window / 1000}k | ${r.backend === 'fold' ? 'dsh-fold' : 'basic'} | ${r.pressureEvents} | ${pct(r.onePass, r.pressureEvents)} | ${r.compactions} | ${r.ms.median?.toFixed(1)} [${r.ms.p10?.toFixed(1)}–${r.ms.p90?.toFixed(1)}] | ${r.modelCalls} | ${pct(f.paths.kept, f.paths.total)} | ${pct(f.commands.kept, f.commands.total)} | ${pct(f.errors.kept, f.errors.total)} | ${r.verbatim.kept} / ${r.verbatim.total} | ${pct(r.recall.found, r.recall.tried)} | ${r.splits.exploration} | ${r.splits.block} | ${r.summaryTokens.median ?? '—'} | ${r.summaryRequestTokens.median ?? '—'} |`,
+    )
+  }
+  L.push('', 'basic\'s times exclude its model call (the scripted summary answers at once); a real summarizer call replays the range (the last column) and takes seconds.')
+  return L
 }
 
 /** The report section's target rows. @param {any} RP @param {string[][]} rows @param {(ok: boolean) => string} verdict */

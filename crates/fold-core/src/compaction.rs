@@ -43,8 +43,9 @@
 //! 6. **Budget.** The summary's body may take `max_summary_tokens`, and under pressure no more
 //!    than what brings the request under the threshold: `threshold - 1 - (total - range)`, less a
 //!    tenth for the estimate's error. Verbatim items come first; the work reports share what is
-//!    left, each at most its natural size ([`report::default_max_chars`]), at least
-//!    [`MIN_WORK_CHARS`]. A cut *relieves* when its verbatim items and the smallest work reports
+//!    left, each at most its natural size ([`default_max_chars`]), at least
+//!    [`MIN_WORK_CHARS`]; with room to spare, up to half again its natural size (the report
+//!    keeps more of its lowest-priority facts). A cut *relieves* when its verbatim items and the smallest work reports
 //!    fit. When the chosen cut's do not, items degrade to a one-line pointer (recall returns
 //!    them whole), in this order: earlier compaction summaries, then rewind reports and block
 //!    summaries, then user messages, then work runs, oldest first; the plan counts them.
@@ -882,9 +883,17 @@ fn allocate(
     let total_natural: u64 = natural.iter().sum();
     let floor = |nat: u64| nat.min(MIN_WORK_CHARS);
     let floors: u64 = natural.iter().map(|&x| floor(x)).sum();
+    // With room to spare, a report may grow past its natural size (up to half again): the
+    // extractive report drops its lowest-priority facts at its default budget.
+    let visible: Vec<u64> = live.iter().map(|&k| items[k].chars).collect();
+    let grown = |j: usize| {
+        let spare = room.min(total_natural + total_natural / 2);
+        let max = visible[j].saturating_sub(1).max(natural[j]);
+        (natural[j] * spare / total_natural.max(1)).clamp(natural[j], max)
+    };
     for (j, &k) in live.iter().enumerate() {
         let max_chars = if room >= total_natural {
-            natural[j]
+            grown(j)
         } else {
             let extra = natural[j] - floor(natural[j]);
             let spare = room.saturating_sub(floors);
