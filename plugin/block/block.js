@@ -22,13 +22,19 @@
  *   size and close blocks.
  * - Pending requests are rebuilt from the log (`block-log.js`) when a session is created —
  *   restored from disk or forked — and whenever the plugin mounts.
+ * - A queued summary that can no longer land (stale: the user, another block summary or a rewind
+ *   report or compaction arrived in its range after it was written; protected; unknown by then)
+ *   replaces nothing and is logged in a closed bracket; the agent's next step carries one short
+ *   note saying which summary was not applied and why (an `agent/pre-step` listener adds it to
+ *   the step's messages; the log says which failures were told, so each is told once, also after
+ *   a restart).
  *
  * A host without Code Mode fails at mount: the `codeRuntime` service is injected (DSH's boot
  * audit names it when absent), and `apply` throws naming what else is missing.
  */
 import { scopeOf } from '@deepseek-ai/dsh-scope'
 import { defineTool, RUN_CODE_NAME } from '@deepseek-ai/dsh-tools'
-import { HarnessError } from '@deepseek-ai/dsh-llm'
+import { HarnessError, boundContextSummary, createUserMessage } from '@deepseek-ai/dsh-llm'
 import Schema from '@deepseek-ai/schemastery'
 
 import { addon } from '../shared/addon.js'
@@ -101,6 +107,30 @@ Close each block as soon as its sub-goal is done, before moving on, from a progr
 const PENDING_NOTE = {
   en: (/** @type {string} */ reason) => `Queued: ${reason}. The summary replaces the blocks as soon as that clears, before your next step; do not call it again for them.`,
   zh: (/** @type {string} */ reason) => `已排队：${reason}。一旦条件满足，摘要立即替换这些区块（在你的下一步之前）；不要为它们再次调用。`,
+}
+
+/** Longest logged error a note quotes, in characters. */
+const NOTE_ERROR_CHARS = 600
+/** Most block ids a note names before "and N more". */
+const NOTE_IDS = 6
+
+/** @param {string[]} ids */
+const idList = (ids) => (ids.length > NOTE_IDS ? `${ids.slice(0, NOTE_IDS).join(', ')} and ${ids.length - NOTE_IDS} more` : ids.join(', '))
+/** @param {string} error */
+const clipError = (error) => (error.length > NOTE_ERROR_CHARS ? `${error.slice(0, NOTE_ERROR_CHARS - 1)}…` : error)
+
+/** The note for deferred summaries that were not applied: one line each. */
+const NOT_APPLIED = {
+  en: {
+    line: (/** @type {import('./log.js').Failure} */ f) =>
+      `[block mode] Your summary of block ${idList(f.targets)} was not applied: ${clipError(f.error)}`,
+    summary: (/** @type {string[]} */ ids) => `Block summary not applied: ${ids.join(', ')}`,
+  },
+  zh: {
+    line: (/** @type {import('./log.js').Failure} */ f) =>
+      `[区块模式] 你对区块 ${idList(f.targets)} 的摘要未被应用：${clipError(f.error)}`,
+    summary: (/** @type {string[]} */ ids) => `区块摘要未应用：${ids.join(', ')}`,
+  },
 }
 
 /** Events after which a queued summary may be able to land. */
@@ -271,6 +301,29 @@ class BlockMode {
     if (state.queue.size > 0) this.schedule(session)
   }
 
+  /**
+   * The note owed to the model about deferred summaries that were not applied, or `undefined`:
+   * a `user/message` (a plugin `notice`) whose source names the requests it reports, so reading
+   * it back from the log settles them.
+   * @param {any} session
+   */
+  noteFor(session) {
+    const state = this.stateOf(session)
+    if (state.untold.size === 0) return undefined
+    const failures = [...state.untold.values()]
+    const words = NOT_APPLIED[this.config.language]
+    return createUserMessage({
+      content: [{ type: 'text', text: failures.map(words.line).join('\n') }],
+      source: {
+        kind: 'plugin',
+        plugin: 'dsh-fold/block',
+        form: 'notice',
+        summary: boundContextSummary(words.summary([...new Set(failures.flatMap((f) => f.targets))])),
+        blockNotice: { requestSeqs: failures.map((f) => f.requestSeq) },
+      },
+    })
+  }
+
   /** @param {any} session @param {any} event */
   onEvent(session, event) {
     // Keep the planner's encoder caught up step by step (outside the append), so a long
@@ -324,6 +377,15 @@ export function apply(ctx, config) {
 
   ctx.tools.register(runTool(ctx, config))
   ctx.tools.register(summaryTool(mode, config))
+
+  // The agent's next step carries the note about deferred summaries that were not applied.
+  ctx.on('agent/pre-step', async (/** @type {{agent: any}} */ payload, /** @type {() => Promise<any>} */ next) => {
+    const decision = await next()
+    const session = payload.agent?.session
+    if (decision?.kind !== 'enter' || !session) return decision
+    const note = mode.noteFor(session)
+    return note ? { ...decision, messages: [...decision.messages, note] } : decision
+  })
 
   ctx.on('session/event', (/** @type {any} */ session, /** @type {any} */ event) => mode.onEvent(session, event))
   ctx.on('session/created', (/** @type {any} */ session) => mode.recover(session))
