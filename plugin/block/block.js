@@ -19,7 +19,9 @@
  * - A guard refuses every direct call but `block_run_code`, and a `block_run_code` nested in
  *   a program; a `system-prompt/assemble` listener narrows the wire tool list to
  *   `block_run_code` (the generated SDK still lists every tool); a prompt section says how to
- *   size and close blocks.
+ *   size and close blocks, and, when `recall` is mounted, how to call it from a program. The
+ *   recall hint that ends each summary spells the call as a program writes it
+ *   (`await tools.recall({...})` inside a `block_run_code` program): a direct call is refused.
  * - Pending requests are rebuilt from the log (`block-log.js`) when a session is created —
  *   restored from disk or forked — and whenever the plugin mounts.
  * - A queued summary that can no longer land (stale: the user, another block summary or a rewind
@@ -40,7 +42,7 @@ import Schema from '@deepseek-ai/schemastery'
 import { addon } from '../shared/addon.js'
 import { blockIdsOrNone, codedError, normalizeBlockIds, normalizeSummary, normalizeTimeout } from './args.js'
 import { writeCommit, writeFailure } from './commit.js'
-import { recallHint } from '../recall/hint.js'
+import { programCallee, recallHint, recallToolName } from '../recall/hint.js'
 import { SessionBlocks } from './log.js'
 import { blockSnapshot, describeBlockSession } from './surface.js'
 
@@ -102,6 +104,14 @@ Close each block as soon as its sub-goal is done, before moving on, from a progr
 一个区块是一个有明确完成条件的子目标：一次调查、一处修改及其验证。同一子目标的工作放在同一个 id 下，服务多个区块的程序带上所有相关 id。大任务按可分开的子目标拆分，不要整个任务共用一块，也不要每次调用新建一块；小任务可以只用一块。
 
 每个子目标完成后立即在程序中收口，再继续后面的工作：\`await tools.${summary}({ids: ['<id>'], summary: '...'})\`。在区块自己的程序里收口是正常做法，摘要会在该程序的结果之后生效。摘要替换该区块从第一次出现到最后一次出现之间的全部消息，包括其间到达的用户消息和工作区指令（AGENTS.md），所以要让它能独立成立：目标、做了什么和发现了什么（准确的路径、命令、标识符、数字）、区间内新增的每条要求、纠正和约束、还剩什么以及下一步，或者只剩向用户报告结果。`,
+}
+
+/** The prompt's paragraph on recall, when a `recall` tool is mounted. */
+const RECALL_PROMPT = {
+  en: (/** @type {string} */ run, /** @type {string} */ recall) =>
+    `\n\nA closed block is not lost: inside a \`${run}\` program, \`await ${programCallee(recall)}({block: '<id>', query: 'text or /regex/'})\` returns its exact original lines (without \`query\`, an index). Like every tool here, it cannot be called directly.`,
+  zh: (/** @type {string} */ run, /** @type {string} */ recall) =>
+    `\n\n已收口的区块并未丢失：在 \`${run}\` 程序中，\`await ${programCallee(recall)}({block: '<id>', query: '文本或 /正则/'})\` 返回其原始行（不带 \`query\` 时返回索引）。与这里的其它工具一样，它不能直接调用。`,
 }
 
 const PENDING_NOTE = {
@@ -230,7 +240,8 @@ class BlockMode {
       turn: state.openTurn,
       meter: this.meter,
       language: this.config.language,
-      hint: (/** @type {string[]} */ closed) => recallHint(this.ctx, { block: closed[0] }, this.config.language),
+      // Recall is reachable only from a program here: the hint spells the call as one writes it.
+      hint: (/** @type {string[]} */ closed) => recallHint(this.ctx, { block: closed[0] }, this.config.language, { program: this.config.toolName }),
     }
   }
 
@@ -373,7 +384,16 @@ export function apply(ctx, config) {
     return { ...assembled, tools: assembled.tools.filter((/** @type {{name: string}} */ t) => t.name === toolName) }
   })
 
-  ctx.systemPrompt.section({ name: `tool:${toolName}`, order: 140, text: PROMPT[language](toolName, summaryToolName) })
+  // Read at each assembly: `recall` may be mounted (or renamed) after block mode.
+  const prompt = PROMPT[language](toolName, summaryToolName)
+  ctx.systemPrompt.section({
+    name: `tool:${toolName}`,
+    order: 140,
+    text: () => {
+      const recall = recallToolName(ctx)
+      return recall === undefined ? prompt : prompt + RECALL_PROMPT[language](toolName, recall)
+    },
+  })
 
   ctx.tools.register(runTool(ctx, config))
   ctx.tools.register(summaryTool(mode, config))
