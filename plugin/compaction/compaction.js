@@ -406,6 +406,8 @@ export default class FoldCompactionEngine extends CompactionEngine {
    */
   async _summarize(agent, plan, { compactionId, signal, policy, seqs }) {
     const language = this.config.language
+    // In block mode recall is reachable only from a program: the hint spells the call so.
+    const program = this.ctx.get?.('tools')?.get?.(this.config.blockToolName) ? this.config.blockToolName : undefined
     if (this.config.summarizer === 'llm') {
       try {
         const route = policy.summarizationProvider ? { provider: policy.summarizationProvider, model: policy.summarizationModel } : undefined
@@ -420,15 +422,15 @@ export default class FoldCompactionEngine extends CompactionEngine {
           timeoutMs: this.config.summaryTimeoutMs,
           signal,
         })
-        const composed = composeSummary(this.ctx, agent.session, plan, { compactionId, language, llmText: llm.text })
+        const composed = composeSummary(this.ctx, agent.session, plan, { compactionId, language, llmText: llm.text, program })
         return { ...composed, summarizer: 'llm', llm, waited: true }
       } catch (error) {
         if (signal?.aborted || /** @type {any} */ (error)?.misconfigured) throw error
         this.ctx.logger?.warn?.(`compaction summary call failed (${/** @type {Error} */ (error)?.message ?? error}); writing the extractive summary instead`)
-        return { ...composeSummary(this.ctx, agent.session, plan, { compactionId, language }), summarizer: 'extractive', llm: undefined, waited: true }
+        return { ...composeSummary(this.ctx, agent.session, plan, { compactionId, language, program }), summarizer: 'extractive', llm: undefined, waited: true }
       }
     }
-    return { ...composeSummary(this.ctx, agent.session, plan, { compactionId, language }), summarizer: 'extractive', llm: undefined, waited: false }
+    return { ...composeSummary(this.ctx, agent.session, plan, { compactionId, language, program }), summarizer: 'extractive', llm: undefined, waited: false }
   }
 
   /**

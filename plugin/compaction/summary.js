@@ -17,7 +17,7 @@ import { BlockAssembler, createUserMessage } from '@deepseek-ai/dsh-llm'
 
 import { addon } from '../shared/addon.js'
 import { eventLog, regionMessages } from '../shared/surface.js'
-import { recallHint, splitRecallHint } from '../recall/hint.js'
+import { programCallee, recallHint, recallToolName, splitRecallHint } from '../recall/hint.js'
 
 export const OPEN_TAG = '<compacted-summary>'
 export const CLOSE_TAG = '</compacted-summary>'
@@ -35,7 +35,7 @@ const TEXT = {
     cut: (/** @type {number} */ n, /** @type {string} */ how) => `\n[… ${n} chars of this message are left out here${how}]\n`,
     pointer: (/** @type {string} */ what, /** @type {number} */ chars, /** @type {string} */ how) => `${what}: ${chars} chars, left out of this checkpoint for space${how}.`,
     tooSmall: (/** @type {number} */ steps, /** @type {string} */ how) => `${steps} messages of tool work, too long to condense in the space left${how}.`,
-    how: (/** @type {string} */ tool, /** @type {string} */ id) => `; \`${tool}({"compaction": "${id}", "query": "…"})\` returns it`,
+    how: (/** @type {string} */ call) => `; \`${call}\` returns it`,
   },
   zh: {
     preamble:
@@ -49,7 +49,7 @@ const TEXT = {
     cut: (/** @type {number} */ n, /** @type {string} */ how) => `\n[… 此处省略了这条消息的 ${n} 个字符${how}]\n`,
     pointer: (/** @type {string} */ what, /** @type {number} */ chars, /** @type {string} */ how) => `${what}：${chars} 个字符，因篇幅未放入此检查点${how}。`,
     tooSmall: (/** @type {number} */ steps, /** @type {string} */ how) => `${steps} 条工具操作消息，剩余篇幅不足以压缩${how}。`,
-    how: (/** @type {string} */ tool, /** @type {string} */ id) => `；\`${tool}({"compaction": "${id}", "query": "…"})\` 可取回原文`,
+    how: (/** @type {string} */ call) => `；\`${call}\` 可取回原文`,
   },
 }
 
@@ -101,16 +101,18 @@ export function carriedText(text, language = 'en') {
  * @param {any} ctx the backend's context (the recall hint reads `ctx.recall`)
  * @param {any} session
  * @param {import('../../index.js').CompactionPlan} plan
- * @param {{compactionId: string, language: 'en' | 'zh', llmText?: string}} options `llmText`: the
- *   llm summarizer's text, which then stands for every work run
+ * @param {{compactionId: string, language: 'en' | 'zh', llmText?: string, program?: string}} options
+ *   `llmText`: the llm summarizer's text, which then stands for every work run; `program`: the
+ *   tool the model runs programs with when recall is reachable only from one (block mode)
  * @returns {Composed}
  */
-export function composeSummary(ctx, session, plan, { compactionId, language, llmText }) {
+export function composeSummary(ctx, session, plan, { compactionId, language, llmText, program }) {
   const t = TEXT[language] ?? TEXT.en
   const log = eventLog(session)
   const seqs = plan.seqs
-  const recall = ctx.get?.('recall')
-  const how = typeof recall?.toolName === 'string' ? t.how(recall.toolName, compactionId) : ''
+  const tool = recallToolName(ctx)
+  const args = `{"compaction": ${JSON.stringify(compactionId)}, "query": "…"}`
+  const how = tool === undefined ? '' : t.how(program ? `await ${programCallee(tool)}(${args})` : `${tool}(${args})`)
   const counts = { verbatim: 0, cut: 0, condensed: 0, pointers: 0 }
   /** @type {string[]} */
   const parts = []
@@ -167,7 +169,7 @@ export function composeSummary(ctx, session, plan, { compactionId, language, llm
     else if (item.source === 'foreign-summary') parts.push(`${heading}\n${checkpointBody(text)}`)
     else parts.push(`${heading}\n${text}`)
   }
-  const hint = recallHint(ctx, { compaction: compactionId }, language)
+  const hint = recallHint(ctx, { compaction: compactionId }, language, program ? { program } : {})
   return { text: `${t.preamble}\n\n${OPEN_TAG}\n${parts.join('\n\n')}${hint}\n${CLOSE_TAG}`, counts }
 }
 
