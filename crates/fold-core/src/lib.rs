@@ -10,6 +10,8 @@
 //! - [`fold`]: the rewind transaction, in its order: a state machine the host drives.
 //! - [`recall`]: the linear-time matcher of the `recall` tool.
 //! - [`blocks`]: what a block summary replaces — block mode's rules, in one file.
+//! - [`mirror`]: the session mirror, one incremental description of a session's surface that
+//!   every planner reads.
 
 #![forbid(unsafe_code)]
 
@@ -18,6 +20,7 @@ pub mod error;
 pub mod fold;
 pub mod locks;
 pub mod meter;
+pub mod mirror;
 pub mod recall;
 pub mod region;
 pub mod report;
