@@ -424,3 +424,15 @@ pub fn plan_with_locks(
 pub fn plan_session(session_id: &str, words: &[u32], targets: &[BlockId], request_seq: u64) -> Result<Plan> {
     plan_with_locks(session_locks(), session_id, words, targets, request_seq)
 }
+
+/// [`plan`] on a block surface already in hand (the session mirror's, [`crate::mirror`]), with
+/// this process's session locks.
+///
+/// # Errors
+/// `INVALID_ARGUMENT` for an empty session id, then as [`plan`].
+pub fn plan_surface(session_id: &str, surface: &BlockSurface, targets: &[BlockId], request_seq: u64) -> Result<Plan> {
+    if session_id.is_empty() {
+        return Err(FoldError::invalid("sessionId must be a non-empty string"));
+    }
+    plan(surface, targets, request_seq, session_locks().is_held(session_id))
+}

@@ -6,7 +6,9 @@
 //! Input: facts about the surface nodes in model order ([`CompactionNode`]: kind, where the node
 //! came from, its token price and visible chars, its call links, its block ids), the anchors of
 //! the checkpoint marks still active, and the pressure ([`Params`]). A pure function of them —
-//! no I/O, no model call — so the session mirror can hand it the same slice it keeps.
+//! no I/O, no model call. The session mirror hands it those facts on the warm path
+//! ([`CompactionSurface::from_mirror`]); the flat snapshot ([`CompactionSurface::decode`]) is the
+//! same input from a host without one.
 //!
 //! The rules, in the order they are applied:
 //!
@@ -56,6 +58,7 @@
 use std::collections::HashMap;
 
 use crate::error::{FoldError, Result};
+use crate::mirror::{Mirror, Source as MirrorSource};
 use crate::report::default_max_chars;
 use crate::surface::{kind_and_link, Kind, Link, Linked, Pairing};
 
@@ -391,6 +394,54 @@ impl CompactionSurface {
             words.extend(set);
         }
         words
+    }
+
+    /// The policy's input read off the session mirror, which describes the surface as it is
+    /// (the warm path: no pass over the session). The mirror's provenance maps onto the policy's
+    /// sources: the user's and injected messages (workspace instructions) are the user's side,
+    /// a rewind report, a block summary and a compaction summary are carried as written (the
+    /// mirror does not tell our compaction summaries from another backend's: both are carried,
+    /// and both degrade as ours), anything else (model messages, tool results, rewritten
+    /// results) is work. A node the meter did not price is priced at 4 chars a token.
+    ///
+    /// # Errors
+    /// `INVALID_ARGUMENT` when the mirror is out of step with its session, or its facts fail
+    /// [`CompactionSurface::new`]'s checks.
+    pub fn from_mirror(mirror: &Mirror, anchors: Vec<u32>) -> Result<Self> {
+        if let Some(why) = mirror.broken() {
+            return Err(FoldError::invalid(format!("the session mirror is out of step: {why}")));
+        }
+        let mut sets: Vec<Vec<u32>> = Vec::new();
+        let mut index: HashMap<u32, u32> = HashMap::new();
+        let mut nodes = Vec::with_capacity(mirror.len());
+        for v in mirror.nodes(0..mirror.len()) {
+            let source = match (v.kind, v.source) {
+                (Kind::User, MirrorSource::User | MirrorSource::Injected) => Source::User,
+                (Kind::User, MirrorSource::RewindReport { .. }) => Source::RewindReport,
+                (Kind::User, MirrorSource::BlockSummary) => Source::BlockSummary,
+                (Kind::User, MirrorSource::CompactionSummary) => Source::CompactionSummary,
+                _ => Source::Work,
+            };
+            let carries = v.kind == Kind::Assistant || source == Source::BlockSummary;
+            let set = v.ids.filter(|_| carries).map(|k| {
+                *index.entry(k).or_insert_with(|| {
+                    sets.push(mirror.set(k).to_vec());
+                    sets.len() as u32 - 1
+                })
+            });
+            nodes.push(CompactionNode {
+                seq: v.seq,
+                kind: v.kind,
+                source,
+                origin: v.origin,
+                tokens: v.tokens.unwrap_or(v.chars / CHARS_PER_TOKEN as u32 + 4),
+                chars: v.chars,
+                opens: v.opens,
+                opener: v.opener,
+                set,
+            });
+        }
+        Self::new(mirror.event_count(), anchors, nodes, sets)
     }
 
     /// Whether the cut before position `c` leaves every call with its result (rule 1), for

@@ -12,6 +12,8 @@
 //! - [`blocks`]: what a block summary replaces — block mode's rules, in one file.
 //! - [`compaction`]: what a compaction replaces and how its summary is made — the compaction
 //!   backend's policy, in one file.
+//! - [`mirror`]: the session mirror, one incremental description of a session's surface that
+//!   every planner reads.
 
 #![forbid(unsafe_code)]
 
@@ -21,6 +23,7 @@ pub mod error;
 pub mod fold;
 pub mod locks;
 pub mod meter;
+pub mod mirror;
 pub mod recall;
 pub mod region;
 pub mod report;

@@ -223,10 +223,10 @@ pub(crate) fn kind_and_link(
 
 /// What pairing reads of a node: the seq, the kind, the calls it opens, the call it answers.
 pub(crate) struct Link {
-    seq: u32,
-    kind: Kind,
-    opens: u32,
-    opener: Option<u32>,
+    pub(crate) seq: u32,
+    pub(crate) kind: Kind,
+    pub(crate) opens: u32,
+    pub(crate) opener: Option<u32>,
 }
 
 impl Link {
@@ -255,30 +255,35 @@ impl Linked for Node {
     }
 }
 
-/// The pairing indexes both formats derive: which surface node opened each result's call, and
-/// how each assistant node's calls are answered on the surface.
-#[derive(Debug, Clone)]
-pub(crate) struct Pairing {
+/// The pairing indexes both formats derive (and the session mirror, for any window of its
+/// surface): which surface node opened each result's call, and how each assistant node's calls
+/// are answered on the surface. Positions are indexes into the node list they were built over.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pairing {
     /// For each node: the position of the node that opened its call (tool results).
-    pub(crate) opener_pos: Vec<Option<usize>>,
+    pub opener_pos: Vec<Option<usize>>,
     /// For each node: how many of its calls are answered on the surface (assistant nodes).
-    pub(crate) answered: Vec<u32>,
+    pub answered: Vec<u32>,
     /// For each node: the last position answering one of its calls (assistant nodes).
-    pub(crate) last_answer: Vec<Option<usize>>,
+    pub last_answer: Vec<Option<usize>>,
 }
 
 impl Pairing {
     /// Links every result to its opener on the surface (a result whose opener is off the surface
     /// stays unlinked: an orphan); an opener that is not an assistant node, or an assistant
-    /// answered more often than it has calls, is a host bug.
-    fn of<T: Linked>(nodes: &[T], pos_of_seq: &SeqIndex) -> std::result::Result<Self, String> {
+    /// answered more often than it has calls, is a host bug. `pos_of` is the position of a seq
+    /// among `nodes`, if it is one of them.
+    pub(crate) fn of<T: Linked>(
+        nodes: &[T],
+        pos_of: impl Fn(u32) -> Option<usize>,
+    ) -> std::result::Result<Self, String> {
         let n = nodes.len();
         let mut opener_pos = vec![None; n];
         let mut answered = vec![0u32; n];
         let mut last_answer = vec![None; n];
         for (i, node) in nodes.iter().enumerate() {
             let Some(opener) = node.link().opener else { continue };
-            let Some(p) = pos_of_seq.get(opener) else {
+            let Some(p) = pos_of(opener) else {
                 continue;
             };
             let calls = nodes[p].link();
@@ -305,6 +310,11 @@ impl Pairing {
             last_answer,
         })
     }
+
+    /// How many calls of the assistant at `pos` have no result among the nodes (0 for others).
+    pub fn open_calls(&self, pos: usize, opens: u32) -> u32 {
+        opens.saturating_sub(self.answered[pos])
+    }
 }
 
 impl Pairing {
@@ -323,7 +333,7 @@ impl Pairing {
                 return Err(format!("seq {seq} appears twice on the surface"));
             }
         }
-        Self::of(nodes, &pos_of_seq)
+        Self::of(nodes, |seq| pos_of_seq.get(seq))
     }
 }
 
@@ -383,11 +393,76 @@ impl Surface {
             });
         }
 
+        let reports = words[nodes_end + 1..]
+            .chunks_exact(REPORT_WORDS)
+            .map(|w| Report {
+                seq: w[0],
+                mark_id: u64::from(w[1]) | u64::from(w[2]) << 32,
+                folded_nodes: w[3],
+                start: w[4],
+                end: w[5],
+                folded_chars: w[6],
+            })
+            .collect::<Vec<_>>();
+        Self::assemble(event_count, nodes, &pos_of_seq, current_seq, reports)
+    }
+
+    /// A surface from nodes already in hand (the session mirror's window of its surface), checked
+    /// as [`Surface::decode`] checks a snapshot: the same rules, the same errors.
+    ///
+    /// `current` is the seq of the current step's assistant node, or `None` to let the surface
+    /// infer it (as a snapshot's `NONE`).
+    ///
+    /// # Errors
+    /// `INVALID_ARGUMENT` as [`Surface::decode`].
+    pub fn from_parts(event_count: u32, nodes: Vec<Node>, reports: Vec<Report>, current: Option<u32>) -> Result<Self> {
+        let mut pos_of_seq = SeqIndex::new(event_count, nodes.len());
+        for (i, node) in nodes.iter().enumerate() {
+            let seq = node.seq;
+            if seq >= event_count {
+                return Err(bad(format!(
+                    "node {i}: seq {seq} is not below the event count {event_count}"
+                )));
+            }
+            if !pos_of_seq.insert(seq, i) {
+                return Err(bad(format!("seq {seq} appears twice on the surface")));
+            }
+            if node.origin > seq {
+                return Err(bad(format!("node {i}: origin {} is after its seq {seq}", node.origin)));
+            }
+            let link = match node.kind {
+                Kind::Assistant => node.opens,
+                Kind::ToolResult => node.opener.map_or(0, |s| s.saturating_add(1)),
+                _ if node.opens != 0 || node.opener.is_some() => {
+                    return Err(bad(format!("node {i}: a {:?} node cannot link to calls", node.kind)))
+                }
+                _ => 0,
+            };
+            let kind = match node.kind {
+                Kind::Other => 0,
+                Kind::User => 1,
+                Kind::Assistant => 2,
+                Kind::ToolResult => 3,
+            };
+            kind_and_link(i, seq, kind, link).map_err(bad)?;
+        }
+        Self::assemble(event_count, nodes, &pos_of_seq, current.unwrap_or(NONE), reports)
+    }
+
+    /// The derived indexes, the current node and the reports' check, shared by both constructors.
+    fn assemble(
+        event_count: u32,
+        nodes: Vec<Node>,
+        pos_of_seq: &SeqIndex,
+        current_seq: u32,
+        reports: Vec<Report>,
+    ) -> Result<Self> {
+        let n = nodes.len();
         let Pairing {
             opener_pos,
             answered,
             last_answer,
-        } = Pairing::of(&nodes, &pos_of_seq).map_err(bad)?;
+        } = Pairing::of(&nodes, |seq| pos_of_seq.get(seq)).map_err(bad)?;
 
         let current = if current_seq == NONE {
             (0..n)
@@ -403,18 +478,6 @@ impl Surface {
             }
             Some(p)
         };
-
-        let reports = words[nodes_end + 1..]
-            .chunks_exact(REPORT_WORDS)
-            .map(|w| Report {
-                seq: w[0],
-                mark_id: u64::from(w[1]) | u64::from(w[2]) << 32,
-                folded_nodes: w[3],
-                start: w[4],
-                end: w[5],
-                folded_chars: w[6],
-            })
-            .collect::<Vec<_>>();
         for report in &reports {
             if pos_of_seq.get(report.seq).is_none() {
                 return Err(bad(format!("report {} is not on the surface", report.seq)));
@@ -586,7 +649,7 @@ pub struct BlockSurface {
     sets: Vec<std::ops::Range<usize>>,
     /// The sets' members: indexes into `ids`.
     members: Vec<u32>,
-    pub(crate) pairing: Pairing,
+    pub pairing: Pairing,
 }
 
 fn bad_block(what: impl std::fmt::Display) -> FoldError {
@@ -768,11 +831,44 @@ impl BlockSurface {
                 set,
             });
         }
-        let pairing = Pairing::of(&nodes, &pos_of_seq).map_err(bad_block)?;
+        let pairing = Pairing::of(&nodes, |seq| pos_of_seq.get(seq)).map_err(bad_block)?;
 
         Ok(Self {
             event_count,
             open_compaction: flags & OPEN_COMPACTION != 0,
+            id_units,
+            id_ranges,
+            nodes,
+            sets,
+            members,
+            pairing,
+        })
+    }
+
+    /// A block surface from parts already in hand (the session mirror's): the id table as one
+    /// buffer of UTF-16 units with each id's range, the sets as ranges of `members`, and the
+    /// surface nodes in model order, whose pairing `pos_of` resolves (the position of a seq among
+    /// `nodes`). The parts come from a source that keeps them consistent; the pairing is checked
+    /// as [`BlockSurface::decode`] checks it.
+    ///
+    /// # Errors
+    /// `INVALID_ARGUMENT` for a pairing a snapshot could not have (a result linked to a node that
+    /// is not an assistant, more results than calls).
+    #[allow(clippy::too_many_arguments, reason = "the parts of the surface, each its own table")]
+    pub fn from_parts(
+        event_count: u32,
+        open_compaction: bool,
+        id_units: Vec<u16>,
+        id_ranges: Vec<std::ops::Range<usize>>,
+        nodes: Vec<BlockNode>,
+        sets: Vec<std::ops::Range<usize>>,
+        members: Vec<u32>,
+        pos_of: impl Fn(u32) -> Option<usize>,
+    ) -> Result<Self> {
+        let pairing = Pairing::of(&nodes, pos_of).map_err(bad_block)?;
+        Ok(Self {
+            event_count,
+            open_compaction,
             id_units,
             id_ranges,
             nodes,

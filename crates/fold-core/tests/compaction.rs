@@ -393,3 +393,155 @@ fn a_range_that_cannot_shrink_is_not_planned() {
         .surface();
     assert_eq!(plan(&s, &pressure(&s, 100, 0)), None);
 }
+
+/// The same session fed to the session mirror, record by record, as the plugin feeds it.
+mod from_mirror {
+    use super::*;
+    use fold_core::compaction::CompactionSurface;
+    use fold_core::mirror::{Mirror, RecordBuilder, Source as M};
+    use fold_core::surface::BlockId;
+
+    fn push(m: &mut Mirror, b: RecordBuilder, sources: &[u32]) {
+        let mut words = Vec::new();
+        b.write(sources, &mut words);
+        m.push(&words).unwrap();
+    }
+
+    fn rec(seq: u32, kind: Kind, chars: u32) -> RecordBuilder {
+        RecordBuilder {
+            chars,
+            tokens: Some(chars / 4 + 8),
+            ..RecordBuilder::append(seq, kind)
+        }
+    }
+
+    #[test]
+    fn the_mirror_and_the_snapshot_give_the_same_plan() {
+        // user; block A: assistant + result, twice; a rewind report over an earlier span is not
+        // needed here: a log-only event, a prompt, block B in progress.
+        let mut m = Mirror::new();
+        let a = m.intern(&[BlockId::from("A")]);
+        let b = m.intern(&[BlockId::from("B")]);
+        push(
+            &mut m,
+            RecordBuilder {
+                source: M::User,
+                ..rec(0, Kind::User, 200)
+            },
+            &[],
+        );
+        push(
+            &mut m,
+            RecordBuilder {
+                link: 1,
+                ids: a,
+                ..rec(1, Kind::Assistant, 160)
+            },
+            &[],
+        );
+        push(
+            &mut m,
+            RecordBuilder {
+                link: 2,
+                ..rec(2, Kind::ToolResult, 8000)
+            },
+            &[],
+        );
+        push(
+            &mut m,
+            RecordBuilder {
+                link: 1,
+                ids: a,
+                ..rec(3, Kind::Assistant, 160)
+            },
+            &[],
+        );
+        push(
+            &mut m,
+            RecordBuilder {
+                link: 4,
+                ..rec(4, Kind::ToolResult, 8000)
+            },
+            &[],
+        );
+        push(&mut m, RecordBuilder::log(5, 0), &[]);
+        push(
+            &mut m,
+            RecordBuilder {
+                source: M::User,
+                ..rec(6, Kind::User, 100)
+            },
+            &[],
+        );
+        push(
+            &mut m,
+            RecordBuilder {
+                link: 1,
+                ids: b,
+                ..rec(7, Kind::Assistant, 160)
+            },
+            &[],
+        );
+        push(
+            &mut m,
+            RecordBuilder {
+                link: 8,
+                ..rec(8, Kind::ToolResult, 8000)
+            },
+            &[],
+        );
+        let mirrored = CompactionSurface::from_mirror(&m, vec![]).expect("described");
+
+        let built = Build::default()
+            .user(200)
+            .step_in(1, 1, 8000, &[0])
+            .step_in(1, 1, 8000, &[0]);
+        let mut built = Build {
+            seq: built.seq + 1,
+            ..built
+        }
+        .user(100)
+        .step_in(1, 1, 8000, &[1])
+        .surface();
+        // The builder's assistant nodes cost 40 tokens; the mirror's are priced like any node.
+        for n in &mut built.nodes {
+            if n.kind == Kind::Assistant {
+                n.tokens = 160 / 4 + 8;
+                n.chars = 160;
+            }
+        }
+        let built = CompactionSurface::new(built.event_count, vec![], built.nodes, built.sets).unwrap();
+        // The same facts; a block set is compared by its members (the builder does not intern).
+        let members = |s: &CompactionSurface| -> Vec<(CompactionNode, Option<Vec<u32>>)> {
+            s.nodes
+                .iter()
+                .map(|n| {
+                    (
+                        CompactionNode { set: None, ..*n },
+                        n.set.map(|k| s.sets[k as usize].clone()),
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(members(&mirrored), members(&built));
+        let params = pressure(&built, total(&built) - 3_000, 2_000);
+        let plan = plan(&mirrored, &params).expect("a plan");
+        assert_eq!(Some(plan.clone()), super::plan(&built, &params));
+        // Block B is the one in progress; the range ends before it, after block A whole.
+        assert_eq!(plan.end_pos, 5);
+        assert!(!plan.splits.any());
+    }
+
+    #[test]
+    fn an_out_of_step_mirror_is_refused() {
+        let mut m = Mirror::new();
+        push(&mut m, rec(0, Kind::User, 10), &[]);
+        let mut words = Vec::new();
+        rec(5, Kind::User, 10).write(&[], &mut words);
+        assert!(m.push(&words).is_err());
+        assert_eq!(
+            CompactionSurface::from_mirror(&m, vec![]).unwrap_err().code(),
+            "INVALID_ARGUMENT"
+        );
+    }
+}

@@ -1,0 +1,249 @@
+//! The session mirror's read API on small hand-written sessions: what each planner reads (node
+//! facts in surface order, pairing, prices, provenance, block ids, the history recall lists), and
+//! how records out of step and bad loads are refused. The property test (`mirror_props.rs`)
+//! holds the mirror to a from-scratch description on random sessions.
+
+use fold_core::mirror::{self, Mirror, RecordBuilder, Source, NONE};
+use fold_core::region;
+use fold_core::surface::{BlockId, Kind};
+
+/// Feeds one record.
+fn push(m: &mut Mirror, b: RecordBuilder, sources: &[u32]) {
+    let mut words = Vec::new();
+    b.write(sources, &mut words);
+    m.push(&words).unwrap();
+}
+
+fn node(seq: u32, kind: Kind, chars: u32, tokens: u32) -> RecordBuilder {
+    RecordBuilder {
+        chars,
+        tokens: Some(tokens),
+        ..RecordBuilder::append(seq, kind)
+    }
+}
+
+fn assistant(seq: u32, calls: u32, chars: u32) -> RecordBuilder {
+    RecordBuilder {
+        link: calls,
+        ..node(seq, Kind::Assistant, chars, chars / 4 + 4)
+    }
+}
+
+fn result(seq: u32, opener: u32, chars: u32) -> RecordBuilder {
+    RecordBuilder {
+        link: opener + 1,
+        ..node(seq, Kind::ToolResult, chars, chars / 4 + 4)
+    }
+}
+
+fn replace(seq: u32, start: u32, end: u32, source: Source) -> RecordBuilder {
+    RecordBuilder {
+        op: Some(Some((start, end))),
+        source,
+        lowest_source: Some(start),
+        ..node(seq, Kind::User, 100, 29)
+    }
+}
+
+/// 0 user, 1 log, 2 assistant(2 calls), 3 result, 4 log, 5 result, 6 assistant(1 call), 7 log.
+fn session() -> Mirror {
+    let mut m = Mirror::new();
+    push(
+        &mut m,
+        RecordBuilder {
+            source: Source::User,
+            ..node(0, Kind::User, 40, 14)
+        },
+        &[],
+    );
+    push(&mut m, RecordBuilder::log(1, 0), &[]);
+    push(&mut m, assistant(2, 2, 80), &[]);
+    push(&mut m, result(3, 2, 400), &[]);
+    push(&mut m, RecordBuilder::log(4, 0), &[]);
+    push(&mut m, result(5, 2, 800), &[]);
+    push(&mut m, assistant(6, 1, 20), &[]);
+    push(&mut m, RecordBuilder::log(7, 1), &[]);
+    m
+}
+
+#[test]
+fn nodes_are_read_in_surface_order_with_their_facts_and_pairing() {
+    let m = session();
+    assert_eq!((m.event_count(), m.generation(), m.len()), (8, 0, 5));
+    let seqs: Vec<u32> = m.nodes(0..m.len()).map(|n| n.seq).collect();
+    assert_eq!(seqs, [0, 2, 3, 5, 6]);
+    let first = m.node(0);
+    assert_eq!(
+        (first.kind, first.source, first.chars, first.tokens),
+        (Kind::User, Source::User, 40, Some(14))
+    );
+    assert_eq!(m.node(3).opener, Some(2));
+    assert_eq!(m.opener_position(3), Some(1));
+    assert_eq!(m.position(5), Some(3));
+    assert_eq!(m.position(4), None, "log-only events are not on the surface");
+    // Pairing of the whole surface, and of a window whose results' call is outside it.
+    let all = m.pairing(0).unwrap();
+    assert_eq!((all.answered[1], all.last_answer[1]), (2, Some(3)));
+    assert_eq!(all.open_calls(4, m.node(4).opens), 1, "the last call has no result yet");
+    let tail = m.pairing(2).unwrap();
+    assert_eq!(tail.opener_pos[0], None, "the opener stands before the window");
+    // Prices, and the open compaction bracket (event 7).
+    assert_eq!(m.surface_chars(), 40 + 80 + 400 + 800 + 20);
+    assert_eq!(m.surface_tokens(), Some(14 + 24 + 104 + 204 + 9));
+    assert_eq!(m.tokens_of(&[3, 5]), Some(104 + 204));
+    assert_eq!(m.open_compaction(), Some(Some(7)));
+    assert!(m.heap_bytes() > 0);
+}
+
+#[test]
+fn a_replace_splices_the_surface_and_keeps_what_it_shadowed() {
+    let mut m = session();
+    push(
+        &mut m,
+        replace(8, 2, 5, Source::RewindReport { mark_id: 7 }),
+        &[2, 3, 5],
+    );
+    assert_eq!(m.nodes(0..m.len()).map(|n| n.seq).collect::<Vec<_>>(), [0, 8, 6]);
+    assert_eq!(
+        (m.generation(), m.node(1).origin),
+        (1, 2),
+        "a replacement stands for its first node"
+    );
+    let report = m.report(8).unwrap();
+    assert_eq!(
+        (
+            report.mark_id,
+            report.folded_nodes,
+            report.start,
+            report.end,
+            report.folded_chars,
+            report.folded_tokens
+        ),
+        (7, 3, 2, 5, 1280, Some(24 + 104 + 204))
+    );
+    let shadowed = m.described(3).unwrap();
+    assert_eq!(
+        (shadowed.pos, shadowed.chars),
+        (None, 400),
+        "shadowed nodes keep their facts"
+    );
+    assert_eq!(m.surface_chars(), 40 + 100 + 20);
+    // Recall's history: the report, citing what it folded.
+    let history = m.replacements().unwrap();
+    assert_eq!((history.len(), m.cited(&history[0])), (1, &[2u32, 3, 5][..]));
+    assert_eq!(m.originals(8, |_| true), Some(vec![2, 3, 5]));
+    // Rewind reads the report (a fold from anchor 2 repairs it instead of folding it again) and
+    // the window the region rules read: from the report to the current step's node.
+    let surface = m.rewind_surface(2, None).unwrap();
+    assert_eq!((surface.reports.len(), surface.nodes.len()), (1, 2));
+    assert_eq!(region::select(&surface, 2).unwrap().seqs, [8]);
+}
+
+#[test]
+fn origins_that_stop_rising_are_still_found() {
+    let mut m = session();
+    // A replacement of the last node citing event 1: its origin (1) is below the nodes before it.
+    push(
+        &mut m,
+        RecordBuilder {
+            lowest_source: Some(1),
+            ..replace(8, 6, 6, Source::CompactionSummary)
+        },
+        &[6],
+    );
+    assert_eq!(
+        m.nodes(0..m.len()).map(|n| n.origin).collect::<Vec<_>>(),
+        [0, 2, 3, 5, 1]
+    );
+    assert_eq!(m.first_at_or_after(1), 1);
+    assert_eq!(m.first_at_or_after(6), 5, "no node stands for events from 6 on");
+}
+
+#[test]
+fn block_ids_are_interned_and_a_compaction_covers_the_ids_of_what_it_replaced() {
+    let mut m = Mirror::new();
+    let ab = m.intern(&[BlockId::from("a"), BlockId::from("b")]);
+    assert_eq!(
+        m.intern(&[BlockId::from("a"), BlockId::from("b")]),
+        ab,
+        "one set, interned once"
+    );
+    assert_eq!(m.intern(&[]), 0);
+    push(
+        &mut m,
+        RecordBuilder {
+            ids: ab,
+            ..assistant(0, 1, 10)
+        },
+        &[],
+    );
+    push(&mut m, result(1, 0, 10), &[]);
+    push(&mut m, replace(2, 0, 1, Source::CompactionSummary), &[0, 1]);
+    let covered = m.node(0).ids.expect("the ids it covered");
+    let spelled: Vec<String> = m
+        .set(covered)
+        .iter()
+        .map(|&i| String::from_utf16_lossy(m.id(i)))
+        .collect();
+    assert_eq!(spelled, ["a", "b"]);
+    let surface = m.block_surface().unwrap();
+    assert_eq!(surface.nodes.len(), 1);
+}
+
+#[test]
+fn a_record_out_of_step_breaks_the_mirror_until_it_is_rebuilt() {
+    let mut m = session();
+    for (bad, why) in [
+        (
+            RecordBuilder::append(9, Kind::User),
+            "event 9 arrived when event 8 was next",
+        ),
+        (replace(8, 3, 2, Source::CompactionSummary), "stands after end"),
+        (replace(8, 4, 5, Source::CompactionSummary), "not both on the surface"),
+        (result(8, 8, 1), "answers a call of later event"),
+    ] {
+        let mut copy = m.clone();
+        let mut words = Vec::new();
+        bad.write(&[], &mut words);
+        let err = copy.push(&words).unwrap_err();
+        assert_eq!(err.code(), "INVALID_ARGUMENT");
+        assert!(err.to_string().contains(why), "{err}");
+        assert!(copy.broken().is_some() && copy.rewind_surface(0, None).is_err() && copy.pairing(0).is_err());
+    }
+    // Truncated and unknown words.
+    assert!(m.clone().push(&[8]).is_err());
+    assert!(m.clone().push(&[8, 1 << 20]).is_err());
+    // A rebuild from a surface: two nodes, one of them citing an event described apart.
+    let mut words = mirror::load_header(8, 0, 2, 1).to_vec();
+    RecordBuilder {
+        origin: Some(3),
+        ..result(3, 2, 400)
+    }
+    .write(&[], &mut words);
+    RecordBuilder {
+        origin: Some(0),
+        ..node(0, Kind::User, 40, 14)
+    }
+    .write(&[], &mut words);
+    RecordBuilder {
+        origin: Some(3),
+        ..replace(6, 3, 3, Source::RewindReport { mark_id: 1 })
+    }
+    .write(&[3], &mut words);
+    m.load(&words).unwrap();
+    assert_eq!((m.len(), m.report(6).unwrap().folded_chars), (2, 400));
+    assert_eq!(m.open_compaction(), None, "a loaded mirror's log index is unknown");
+    assert_eq!(m.block_surface().unwrap_err().code(), "INVALID_ARGUMENT");
+    m.load_log(NONE, &[]).unwrap();
+    assert_eq!(m.open_compaction(), Some(None));
+    // Bad loads: wrong format, a count that does not match, an event past the log.
+    for bad in [vec![2, 0, 0, 0, 0], mirror::load_header(8, 0, 3, 0).to_vec(), {
+        let mut w = mirror::load_header(1, 0, 1, 0).to_vec();
+        node(5, Kind::User, 1, 1).write(&[], &mut w);
+        w
+    }] {
+        let mut copy = Mirror::new();
+        assert_eq!(copy.load(&bad).unwrap_err().code(), "INVALID_ARGUMENT");
+        assert!(copy.broken().is_some());
+    }
+}
