@@ -225,3 +225,30 @@ describe('compactRegion and configuration', () => {
     })
   })
 })
+
+describe('/compact when the selected span changes during an llm summary', () => {
+  it('fails `changed`, records the attempt in a closed bracket, and leaves the surface as it was', async () => {
+    /** @type {any} */
+    let agentRef
+    const model = new PressureModel({
+      contextWindow: 200_000,
+      script: exploring(4),
+      summarize: () => {
+        // Another producer rewrites a message inside the selected span while the call runs.
+        const session = agentRef.session
+        const target = session.surface.nodes[1]
+        session.append('user/message', { role: 'user', id: 'rewritten', content: [{ type: 'text', text: 'rewritten' }], source: { kind: 'plugin', plugin: 'rewind', markId: 99 } }, { surfaceOp: { op: 'replace', start: target, end: session.surface.nodes[2] }, sourceEventSeqs: [target, session.surface.nodes[2]] })
+        return { text: 'a summary' }
+      },
+    })
+    const root = await bootHost({ model, config: { summarizer: 'llm' } })
+    const agent = (agentRef = await agentOn(root))
+    await prompt(agent, 'Map src/p.')
+    await prompt(agent, 'And src/q.')
+    await assert.rejects(root.compaction.compactNow(agent, AbortSignal.timeout(10_000)), (e) => e instanceof ManualCompactionError && e.code === 'changed')
+    const events = agent.session.events
+    const end = events.findLast((/** @type {any} */ e) => e.type === 'compaction/end')
+    assert.match(end.data.error, /changed/)
+    assert.equal(compactionsOf(agent.session).length, 0)
+  })
+})
