@@ -171,6 +171,15 @@ export interface MarkRecord {
   foldedAt: number | null
 }
 
+/** Longest block id in UTF-16 units, a JS string's `length` (the core's `blocks::MAX_ID_UNITS`). */
+export declare const MAX_BLOCK_ID_LENGTH: number
+
+/**
+ * Most block ids one summary may close (the core's `blocks::MAX_TARGETS`), for the plugin's
+ * own argument check.
+ */
+export declare const MAX_BLOCK_TARGETS: number
+
 /** A mark as `mark` returns it: the id to fold to and the anchor. */
 export interface NewMark {
   id: number

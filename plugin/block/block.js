@@ -32,7 +32,7 @@ import { HarnessError } from '@deepseek-ai/dsh-llm'
 import Schema from '@deepseek-ai/schemastery'
 
 import { addon } from '../shared/addon.js'
-import { blockIdsOrNone, codedError, normalizeBlockIds, normalizeSummary, normalizeTimeout } from './args.js'
+import { blockIdsOrNone, codedError, normalizeBlockIds, normalizeDescription, normalizeSummary, normalizeTimeout, MAX_DESCRIPTION_CHARS } from './args.js'
 import { writeCommit, writeFailure } from './commit.js'
 import { recallHint } from '../recall/hint.js'
 import { SessionBlocks } from './log.js'
@@ -370,7 +370,7 @@ function runTool(ctx, { toolName, maxTimeoutMs }) {
     },
     presentCall: (/** @type {any} */ args) => ({
       card: 'generic',
-      title: `[${blockIdsOrNone(args).join(', ')}] ${args.description}`,
+      title: `[${blockIdsOrNone(args).join(', ')}] ${String(args.description ?? '').slice(0, MAX_DESCRIPTION_CHARS)}`,
       kind: 'execute',
       rawInput: args.code,
     }),
@@ -379,6 +379,7 @@ function runTool(ctx, { toolName, maxTimeoutMs }) {
       let timeoutMs
       try {
         normalizeBlockIds(args)
+        normalizeDescription(args.description)
         timeoutMs = normalizeTimeout(args.timeoutMs, maxTimeoutMs)
       } catch (e) {
         throw toToolError(e)
