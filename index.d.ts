@@ -100,6 +100,13 @@ export declare function decodeZstd(data: Uint8Array): Buffer
  */
 export declare function extractiveReport(messagesJson: string, options?: ReportOptions | null): string
 
+/**
+ * The mark with id `markId` (any session's), or `null`: one mark's lookup, from memory when it
+ * is there (settled on the spot), else off the JS thread after catching up with the files
+ * (what recall's owner check asks, instead of listing the whole store).
+ */
+export declare function findMark(store: StoreRef, markId: number): Promise<MarkRecord | null>
+
 /** Every error code dsh-fold can produce. */
 export declare function foldErrorCodes(): Array<string>
 

@@ -8,6 +8,7 @@ import path from 'node:path'
 import { describe, it } from 'node:test'
 
 import { addon as fold, addonPath } from '../plugin/shared/addon.js'
+import { faultsEnv } from './helpers/faults.mjs'
 
 
 const tempStore = () => path.join(mkdtempSync(path.join(tmpdir(), 'dsh-fold-store-')), 'storages', 'checkpoint.json')
@@ -214,7 +215,8 @@ describe('bad files are named, classified and left byte-for-byte unchanged', () 
 
 describe('a write that landed but whose directory fsync failed', () => {
   it('resolves (the mark is there for every reader) and emits a process warning saying so', () => {
-    // DSH_FOLD_TEST_FAULTS=sync-dir makes every directory fsync fail with EIO (a test-only hook).
+    // DSH_FOLD_TEST_FAULTS=sync-dir makes every directory fsync fail with EIO (in the test build
+    // only: __test__/helpers/faults.mjs; the release binary ignores it, __test__/faults.test.mjs).
     const store = tempStore()
     const script = `
       const f = require(${JSON.stringify(addonPath)})
@@ -226,7 +228,7 @@ describe('a write that landed but whose directory fsync failed', () => {
         await new Promise((r) => setImmediate(r))
         process.stdout.write(JSON.stringify({ m, stamped, warnings }))
       })()`
-    const out = execFileSync(process.execPath, ['-e', script], { env: { ...process.env, DSH_FOLD_TEST_FAULTS: 'sync-dir' } })
+    const out = execFileSync(process.execPath, ['-e', script], { env: faultsEnv('sync-dir') })
     const { m, stamped, warnings } = JSON.parse(String(out))
     assert.deepEqual(m, { id: 1, logLength: 4 })
     assert.equal(stamped, true)

@@ -108,6 +108,18 @@ pub fn plan_block_summary<'e>(
     targets: Unknown<'e>,
     request_seq: Unknown<'e>,
 ) -> napi::Result<Object<'e>> {
+    crate::guard::throwing(env, "planBlockSummary", || {
+        plan_checked(env, session_id, snapshot, targets, request_seq)
+    })
+}
+
+fn plan_checked<'e>(
+    env: &'e Env,
+    session_id: Unknown<'e>,
+    snapshot: Unknown<'e>,
+    targets: Unknown<'e>,
+    request_seq: Unknown<'e>,
+) -> napi::Result<Object<'e>> {
     let session_id = arg!(env, convert::string(&session_id, "sessionId"));
     let words = arg!(env, self::snapshot(&snapshot));
     let targets = arg!(env, self::targets(&targets));

@@ -353,15 +353,15 @@ export default class RecallService extends Service {
 
   /**
    * Which session a mark id belongs to, from the checkpoint store when `ctx.checkpoint` is
-   * mounted (only the owner and the folded flag are read; nothing of another session is).
+   * mounted: one mark's lookup (`findMark`), and only its owner and folded flag are read;
+   * nothing of another session is.
    * Not `#private`: cordis calls service methods with `this` bound to its tracing proxy.
    * @param {number} markId
    */
   async markOwner(markId) {
     const checkpoint = this.ctx.get('checkpoint')
     if (!checkpoint?.store) return null
-    const marks = await addon.listMarks(checkpoint.store, null)
-    const mark = marks.find((m) => m.id === markId)
+    const mark = await addon.findMark(checkpoint.store, markId)
     return mark ? { sessionId: mark.sessionId, folded: mark.foldedAt !== null } : null
   }
 

@@ -34,6 +34,25 @@ fn ids_are_monotonic_and_survive_a_reopen() {
 }
 
 #[test]
+fn find_answers_one_mark_by_id_from_memory_and_sees_other_writers() {
+    let (_dir, store) = temp_store();
+    assert_eq!(store.find_in_memory(1), None, "nothing loaded yet");
+    assert_eq!(store.find(1).unwrap(), None);
+    let a = store.mark("s", 3, None).unwrap();
+    let b = store.mark("t", 5, Some("other")).unwrap();
+    let found = store.find_in_memory(b.id).unwrap();
+    assert_eq!((found.session_id.as_str(), found.log_length), ("t", 5));
+    assert!(store.complete_fold("s", a.id).unwrap());
+    assert!(store.find(a.id).unwrap().unwrap().folded_at.is_some());
+    // A mark another store (another process) wrote is not in this one's memory, but find reads it.
+    let other = Store::new(store.path(), Limits::default());
+    let c = other.mark("u", 7, None).unwrap();
+    assert_eq!(store.find_in_memory(c.id), None);
+    assert_eq!(store.find(c.id).unwrap().unwrap().session_id, "u");
+    assert_eq!(store.find(999).unwrap(), None);
+}
+
+#[test]
 fn complete_fold_stamps_only_the_latest_active_mark() {
     let (_dir, store) = temp_store();
     let first = store.mark("s", 1, None).unwrap();
