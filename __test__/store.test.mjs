@@ -91,6 +91,34 @@ describe('mark / latestMark / hasActive / completeFold / listMarks', () => {
   })
 })
 
+describe('findMark: one mark by id (recall\'s owner lookup)', () => {
+  it('answers any session\'s mark from memory, null for none, and sees a mark another process took', async () => {
+    const store = tempStore()
+    assert.equal(await fold.findMark(store, 1), null)
+    const a = await fold.mark(store, 'owner-a', 3)
+    const b = await fold.mark(store, 'owner-b', 5, 'why')
+    await fold.completeFold(store, 'owner-a', a.id)
+    const found = await fold.findMark(store, b.id)
+    assert.deepEqual({ ...found, createdAt: 0 }, { id: b.id, sessionId: 'owner-b', logLength: 5, objective: 'why', createdAt: 0, foldedAt: null })
+    assert.notEqual((await fold.findMark(store, a.id)).foldedAt, null)
+    // Another process's mark is not in this process's memory yet: findMark reads it anyway.
+    execFileSync(process.execPath, ['-e', `require(${JSON.stringify(addonPath)}).mark(${JSON.stringify(store)}, 'owner-c', 7)`])
+    assert.equal((await fold.findMark(store, b.id + 1))?.sessionId, 'owner-c')
+    assert.equal(await fold.findMark(store, 999), null)
+  })
+
+  it('a bad store or mark id is INVALID_ARGUMENT, rejected', async () => {
+    for (const [store, id, message] of [
+      [tempStore(), -1, /markId must be an integer/],
+      [tempStore(), 1.5, /markId must be an integer/],
+      [tempStore(), '1', /markId must be a number/],
+      [42, 1, /store must be/],
+    ]) {
+      await assert.rejects(fold.findMark(/** @type {any} */ (store), /** @type {any} */ (id)), (e) => e.code === 'INVALID_ARGUMENT' && message.test(e.message))
+    }
+  })
+})
+
 describe('a store written by a newer minor version', () => {
   it('reads marks with unknown fields and keeps the fields through its own writes', async () => {
     const store = tempStore()
