@@ -41,6 +41,8 @@
 mod commit;
 mod document;
 mod file;
+#[doc(hidden)]
+pub mod fuzzing;
 mod journal;
 mod sys;
 #[cfg(test)]
