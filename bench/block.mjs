@@ -305,7 +305,7 @@ async function measureShape(events, close, reps) {
  * A flood of ids against the planner and the tool's argument check (see the module docs).
  * @param {number} events @param {number} reps
  */
-async function measureFlood(events, reps) {
+export async function measureFlood(events, reps) {
   const r = recordBlockSession(events, { close: false })
   const snapshot = blockSnapshot(r.session)
   const flood = Array.from({ length: 200_000 }, (_, i) => `flood-${i}`)
