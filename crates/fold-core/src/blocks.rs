@@ -336,10 +336,12 @@ pub fn plan(surface: &BlockSurface, targets: &[BlockId], request_seq: u64, rewin
     }
 
     // 7. pending.
-    let open_calls: u32 = range
+    // Summed as u64: a snapshot may claim up to 2^32 - 1 calls per message (fuzzing found a u32
+    // sum wrapping to 0, which would have committed over calls without their results).
+    let open_calls: u64 = range
         .clone()
         .filter(|&i| nodes[i].kind == Kind::Assistant)
-        .map(|i| nodes[i].opens - surface.pairing.answered[i])
+        .map(|i| u64::from(nodes[i].opens.saturating_sub(surface.pairing.answered[i])))
         .sum();
     if open_calls > 0 {
         return Ok(Plan::Pending(Pending {

@@ -656,6 +656,30 @@ fn a_parallel_call_still_running_in_the_range_makes_it_wait() {
 }
 
 #[test]
+fn open_calls_past_u32_in_all_still_make_it_wait() {
+    // Found by the fuzz campaign (snapshot_v2): two messages claiming 2^31 calls each, none
+    // answered. The count of open calls was a u32 sum: it overflowed (a panic in a debug build,
+    // and in a release build 0 open calls: a commit replacing calls without their results).
+    let mut s = Session::default();
+    for _ in 0..2 {
+        let seq = s.next;
+        s.push(BlockNode {
+            opens: 1 << 31,
+            set: s.clone().intern(&["A"]),
+            ..BlockNode::new(seq, Kind::Assistant)
+        });
+    }
+    s.intern(&["A"]);
+    match s.plan(&["A"]) {
+        Ok(Plan::Pending(p)) => {
+            assert_eq!(p.wait, Wait::Results);
+            assert!(p.reason.contains("waiting for 4294967296 tool call(s)"), "{}", p.reason);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
 fn an_open_compaction_makes_it_wait() {
     let mut s = seed_surface();
     s.open_compaction = true;
