@@ -157,7 +157,9 @@ fn a_foreign_number_keeps_its_value_across_rewrites() {
     let digits = "184467440737088888888888888888888888888888888888888888888888888888888888888888888888888888888888888888888888888888888889551651";
     fs::write(
         store.path(),
-        format!(r#"{{"unit":{{"name":"checkpoint","version":1}},"global":{{"spent":{digits},"nextId":1}},"tables":{{}}}}"#),
+        format!(
+            r#"{{"unit":{{"name":"checkpoint","version":1}},"global":{{"spent":{digits},"nextId":1}},"tables":{{}}}}"#
+        ),
     )
     .unwrap();
     let exact: f64 = digits.parse().unwrap(); // Rust's parse is correctly rounded
@@ -168,7 +170,15 @@ fn a_foreign_number_keeps_its_value_across_rewrites() {
         let text = fs::read_to_string(store.path()).unwrap();
         let v: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["global"]["spent"].as_f64(), Some(exact), "rewrite {i}: {text}");
-        written.push(text.split("\"spent\":").nth(1).unwrap().split(',').next().unwrap().to_owned());
+        written.push(
+            text.split("\"spent\":")
+                .nth(1)
+                .unwrap()
+                .split(',')
+                .next()
+                .unwrap()
+                .to_owned(),
+        );
     }
     assert!(written.windows(2).all(|w| w[0] == w[1]), "{written:?}");
 }
