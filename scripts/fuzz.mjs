@@ -12,6 +12,8 @@
  *   npm run fuzz -- --minutes 5 --targets zstd    some targets
  *   npm run fuzz -- --minutes 30 --keep           then merge inputs with new coverage into the
  *                                                 committed regression corpus (fuzz/corpus/)
+ *   npm run fuzz -- --minimize                    shrink the committed corpus to the inputs that
+ *                                                 reach new edges (seeds and crash inputs stay)
  *   npm run fuzz -- --seed                        (re)write the corpus's seed inputs
  *   npm run fuzz -- --replay FILE                 run one input through its target (a crash's
  *                                                 reproduction; the target is the folder name)
@@ -24,13 +26,14 @@
  *
  * Corpora: each target's working corpus is `.fuzz-cache/corpus/<target>`, started from the
  * committed one; the committed corpus (`crates/fold-core/fuzz/corpus/<target>/`) is small on
- * purpose: seeds, every input that ever crashed (after its fix), and with `--keep` the inputs
- * libFuzzer's merge finds new coverage in. `cargo test` replays it (tests/fuzz_corpus.rs).
+ * purpose: seeds (`seed-*`), every input that ever crashed (`crash-*`, after its fix), and with
+ * `--keep` the inputs in which libFuzzer's merge finds new edges (`-use_counters=0`: new edges,
+ * not new hit counts, so the corpus stays a few hundred files). `cargo test` replays it (tests/fuzz_corpus.rs).
  * A crash leaves `crates/fold-core/fuzz/artifacts/<target>/crash-*` (ignored by git) and makes
  * the script exit 1; copy it into the corpus with its fix, so it is a regression test.
  */
 import { spawnSync } from 'node:child_process'
-import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -72,6 +75,21 @@ if (value('--replay')) {
   process.exit(r.status ?? 1)
 }
 
+if (flag('--minimize')) {
+  const targets = (value('--targets') ?? TARGETS.join(',')).split(',')
+  build(targets)
+  for (const target of targets) {
+    const dir = path.join(committed, target)
+    const aside = path.join(cache, 'minimize', target)
+    rmSync(aside, { recursive: true, force: true })
+    mkdirSync(aside, { recursive: true })
+    for (const f of readdirSync(dir).filter((n) => !/^(seed|crash)-/.test(n))) renameSync(path.join(dir, f), path.join(aside, f))
+    mergeInto(target, dir, aside)
+    console.log(`fuzz: ${target}: ${readdirSync(dir).length} inputs kept`)
+  }
+  process.exit(0)
+}
+
 const minutes = Number(value('--minutes') ?? 1)
 if (!(minutes > 0)) fail('--minutes must be a positive number')
 const targets = (value('--targets') ?? TARGETS.join(',')).split(',')
@@ -111,8 +129,7 @@ for (const target of targets) {
   console.log(`fuzz: ${target}: ${r.executions} executions (${r.execsPerSecond}/s), coverage ${r.coverage}, corpus ${r.corpus}, crashes ${r.crashes.length}`)
   if (flag('--keep')) {
     // Only inputs that add coverage to the committed corpus join it.
-    const merge = spawnSync('nice', ['-n', '19', cargoFuzz, 'fuzz', 'run', '--sanitizer', 'none', target, path.join(committed, target), working, '--', '-merge=1', `-max_len=${MAX_LEN}`], { cwd: fuzzDir, env, encoding: 'utf8' })
-    if (merge.status !== 0) fail(`${target}: merging into the committed corpus failed:\n${merge.stderr.slice(-2000)}`)
+    mergeInto(target, path.join(committed, target), working)
   }
 }
 const total = Object.values(results).reduce((n, r) => n + r.executions, 0)
@@ -126,6 +143,15 @@ process.exit(summary.crashes.length ? 1 : 0)
 function fail(message) {
   console.error(`fuzz: ${message}`)
   process.exit(2)
+}
+
+/**
+ * libFuzzer's merge: the inputs of `from` that reach edges `into` does not yet reach join it.
+ * @param {string} target @param {string} into @param {string} from
+ */
+function mergeInto(target, into, from) {
+  const merge = spawnSync('nice', ['-n', '19', cargoFuzz, 'fuzz', 'run', '--sanitizer', 'none', target, into, from, '--', '-merge=1', '-use_counters=0', `-max_len=${MAX_LEN}`], { cwd: fuzzDir, env, encoding: 'utf8' })
+  if (merge.status !== 0) fail(`${target}: merging into ${path.relative(root, into)} failed:\n${merge.stderr.slice(-2000)}`)
 }
 
 /** cargo-fuzz from the cache, installed there on first use. */
