@@ -14,6 +14,7 @@
 //!   backend's policy, in one file.
 //! - [`mirror`]: the session mirror, one incremental description of a session's surface that
 //!   every planner reads.
+//! - `fuzz`: the fuzz targets (`npm run fuzz`), replayed from their corpus by `cargo test`.
 
 #![forbid(unsafe_code)]
 
@@ -21,6 +22,8 @@ pub mod blocks;
 pub mod compaction;
 pub mod error;
 pub mod fold;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod locks;
 pub mod meter;
 pub mod mirror;
