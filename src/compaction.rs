@@ -1,7 +1,8 @@
 //! The compaction policy's exports: `planCompaction` (what a compaction replaces and how its
 //! summary is made, `fold_core::compaction`) and `foldInProgress` (whether a rewind holds a
 //! session's fold lock, the lock a compaction declines during). Synchronous, on the JS thread,
-//! conversion only; every bad argument is an `INVALID_ARGUMENT` that names it.
+//! conversion only; every bad argument is an `INVALID_ARGUMENT` that names it, and a panic is
+//! the coded `INTERNAL` error (`guard.rs`).
 
 use fold_core::compaction::{self, CompactionSurface, Params, Treatment, Trigger};
 use fold_core::locks::session_locks;
@@ -155,6 +156,10 @@ macro_rules! arg {
 /// range exists. Pure and synchronous; writes nothing.
 #[napi(ts_args_type = "snapshot: Uint32Array, params: CompactionParams")]
 pub fn plan_compaction(env: &Env, snapshot: Unknown<'_>, params: Unknown<'_>) -> napi::Result<Option<CompactionPlan>> {
+    crate::guard::throwing(env, "planCompaction", || plan_checked(env, snapshot, params))
+}
+
+fn plan_checked(env: &Env, snapshot: Unknown<'_>, params: Unknown<'_>) -> napi::Result<Option<CompactionPlan>> {
     let words = arg!(env, self::snapshot(&snapshot));
     let params = arg!(env, self::params(&params));
     let surface = CompactionSurface::decode(&words).map_err(|e| throw(env, &e))?;
@@ -165,6 +170,18 @@ pub fn plan_compaction(env: &Env, snapshot: Unknown<'_>, params: Unknown<'_>) ->
 /// `compactRegion`). Pure and synchronous; writes nothing.
 #[napi(ts_args_type = "snapshot: Uint32Array, params: CompactionParams, start: number, end: number")]
 pub fn plan_compaction_range(
+    env: &Env,
+    snapshot: Unknown<'_>,
+    params: Unknown<'_>,
+    start: Unknown<'_>,
+    end: Unknown<'_>,
+) -> napi::Result<CompactionPlan> {
+    crate::guard::throwing(env, "planCompactionRange", || {
+        range_checked(env, snapshot, params, start, end)
+    })
+}
+
+fn range_checked(
     env: &Env,
     snapshot: Unknown<'_>,
     params: Unknown<'_>,
@@ -229,6 +246,8 @@ fn to_js(plan: compaction::Plan) -> CompactionPlan {
 /// process. Only looks: never takes the lock.
 #[napi(ts_args_type = "sessionId: string")]
 pub fn fold_in_progress(env: &Env, session_id: Unknown<'_>) -> napi::Result<bool> {
-    let session_id = arg!(env, convert::string(&session_id, "sessionId"));
-    Ok(session_locks().is_held(&session_id))
+    crate::guard::throwing(env, "foldInProgress", || {
+        let session_id = arg!(env, convert::string(&session_id, "sessionId"));
+        Ok(session_locks().is_held(&session_id))
+    })
 }
