@@ -34,7 +34,8 @@ import { CONTEXT_WINDOW_EXCEEDED_CODE, createUserMessage, errorChain } from '@de
 
 import { addon } from '../shared/addon.js'
 import { Config, budgets, policyFor, resolveConfig, summaryCap } from './config.js'
-import { bracketState } from './lock.js'
+import { liveCompaction } from '../shared/compaction-lock.js'
+import { openTurn } from './lock.js'
 import { OWN_MARKER, compactionSnapshot, describeSurface } from './snapshot.js'
 import { composeSummary, llmSummary, routeOf } from './summary.js'
 
@@ -200,7 +201,7 @@ export default class FoldCompactionEngine extends CompactionEngine {
     }
     const info = await this.ctx.llm.resolveModelInfo(target.provider, target.model, signal)
     const targetKey = `${target.provider}/${target.model}`
-    if (bracketState(session).liveStart) throw new ManualCompactionError('busy', 'automatic pressure compaction: another compaction of this session is in progress')
+    if (liveCompaction(session) !== undefined) throw new ManualCompactionError('busy', 'automatic pressure compaction: another compaction of this session is in progress')
     const contextWindow = info?.context?.contextWindow
     if (contextWindow === undefined) throw Object.assign(new Error(`dsh-fold/compaction: no context capacity for ${targetKey}; configure contextWindow on that adapter model`), { targetKey })
     let spec
@@ -274,7 +275,7 @@ export default class FoldCompactionEngine extends CompactionEngine {
     if (startPos > endPos) throw new Error(`compactRegion: start seq ${start} (position ${startPos}) is after end seq ${end} (position ${endPos}) on the surface`)
     if (!toolPairingBalancedBefore(session, start)) throw new Error(`compactRegion: start seq ${start} is not a balanced boundary (would split a step's tool-call/result pair)`)
     if (!toolPairingBalancedAfter(session, end)) throw new Error(`compactRegion: end seq ${end} is not a balanced boundary (would split a step, or the step is still open)`)
-    if (bracketState(session).liveStart) throw new ManualCompactionError('busy', 'compaction: compaction already in progress; the session compaction lock is already active')
+    if (liveCompaction(session) !== undefined) throw new ManualCompactionError('busy', 'compaction: compaction already in progress; the session compaction lock is already active')
     const anchors = await this._anchors(session)
     const contextWindow = await this._contextWindow(session, agent, signal)
     // From here to the bracket's start nothing yields: the range validated above may have
@@ -303,15 +304,15 @@ export default class FoldCompactionEngine extends CompactionEngine {
     const session = agent.session
     const manual = owner === null
     if (manual) signal?.throwIfAborted()
-    const state = bracketState(session)
-    if (state.liveStart) throw new ManualCompactionError('busy', `${trigger} compaction: another compaction of this session is in progress (compaction/start at seq ${state.liveStart.seq})`)
+    const held = liveCompaction(session)
+    if (held !== undefined) throw new ManualCompactionError('busy', `${trigger} compaction: another compaction of this session is in progress (compaction/start at seq ${held})`)
     if (addon.foldInProgress(String(session.id))) throw new ManualCompactionError('busy', `${trigger} compaction: a rewind of this session is in progress`)
     let turn = null
     if (manual) {
-      if (state.openTurn !== null) throw new ManualCompactionError('busy', 'manual compaction: the session already has an open turn')
+      if (openTurn(session) !== null) throw new ManualCompactionError('busy', 'manual compaction: the session already has an open turn')
     } else {
-      if (state.openTurn === null) throw new Error('compaction: no open turn — automatic compaction events must be enclosed in a turn')
-      turn = state.openTurn
+      turn = openTurn(session)
+      if (turn === null) throw new Error('compaction: no open turn — automatic compaction events must be enclosed in a turn')
     }
     const seqs = Array.from(plan.seqs)
     const shadowedTokenCount = measurement.nodes.slice(plan.startPos, plan.endPos).reduce((n, /** @type {any} */ node) => n + node.tokens, 0)
