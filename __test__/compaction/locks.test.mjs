@@ -17,6 +17,7 @@ import { defineTool } from '@deepseek-ai/dsh-tools'
 
 import { addon } from '../../plugin/shared/addon.js'
 import { blockSnapshot } from '../../plugin/block/surface.js'
+import { isRewindReportSource } from '../../plugin/shared/surface.js'
 import Checkpoint from '../../plugin/fold/checkpoint.js'
 import Rewind from '../../plugin/fold/rewind.js'
 import { agentOn, bootHost, compactionsOf, PressureModel, probe, prompt, protocolProblems } from './harness.mjs'
@@ -28,6 +29,17 @@ function gate() {
   const opened = new Promise((/** @type {(v?: any) => void} */ resolve) => (open = resolve))
   return { open, opened }
 }
+
+/** Whether `promise` has settled after the event loop went round a few times (no timing asserted). */
+async function settledYet(/** @type {Promise<any>} */ promise) {
+  let settled = false
+  promise.then(() => (settled = true), () => (settled = true))
+  for (let i = 0; i < 5; i++) await new Promise((r) => setTimeout(r, 10))
+  return settled
+}
+
+/** A fresh checkpoint store file. */
+const storeFile = () => path.join(mkdtempSync(path.join(tmpdir(), 'dsh-fold-')), 'storages', 'checkpoint.json')
 
 /** Waits until `check()` holds. @param {() => boolean} check */
 async function until(check) {
@@ -139,6 +151,102 @@ describe('one lock shared with rewind and block mode', () => {
     reportCall.open()
     await turn
     assert.equal(addon.foldInProgress('folding'), false)
+  })
+
+  it('a rewind waits while this backend\'s bracket is open and folds right after its compaction/end; nothing is written inside', async () => {
+    const store = storeFile()
+    const afterCompaction = gate()
+    const { root, model, held } = await hangingHost({
+      before: async (/** @type {any} */ r) => {
+        await r.plugin(Checkpoint, { store })
+        await r.plugin(Rewind, { summarizer: 'extractive' })
+      },
+    })
+    // Once the compaction is under way, the agent's next request waits until the test lets it
+    // go, so the rewind's fold and the turn's next step do not race.
+    const script = model.script
+    model.script = async (/** @type {any} */ o, /** @type {number} */ n) => {
+      if (model.summaryRequests.length > 0) await afterCompaction.opened
+      return script(o, n)
+    }
+    const agent = await agentOn(root, 'rewind-waits')
+    const session = agent.session
+    // The exploration the rewind folds starts with the turn.
+    await addon.mark(store, 'rewind-waits', session.seq)
+    const turn = prompt(agent, 'Explore src/x.')
+    await until(() => model.summaryRequests.length === 1)
+    const start = session.events.findLast((/** @type {any} */ e) => e.type === 'compaction/start')
+    const length = session.events.length
+    const pending = root.rewind.rewind(agent)
+    assert.equal(await settledYet(pending), false, 'the rewind did not wait for this backend\'s live bracket')
+    assert.equal(session.events.length, length, 'the rewind wrote inside the bracket')
+    assert.equal(await root.checkpoint.hasActive('rewind-waits'), true)
+
+    held.open()
+    const result = await pending
+    const end = session.events.find((/** @type {any} */ e) => e.type === 'compaction/end' && e.data.compactionId === start.data.compactionId)
+    assert.ok(end && end.data.error === undefined, 'the compaction committed')
+    // Inside the bracket: only the compaction's own summary and replacement.
+    assert.deepEqual(session.events.slice(start.seq + 1, end.seq).map((/** @type {any} */ e) => e.type), ['compaction/summary', 'user/message'])
+    assert.equal(result.markId, 1)
+    const report = session.events.findLast((/** @type {any} */ e) => isRewindReportSource(e.data?.source))
+    assert.ok(report.seq > end.seq, 'the rewind\'s report landed after the bracket closed')
+    assert.equal(await root.checkpoint.hasActive('rewind-waits'), false)
+    afterCompaction.open()
+    await turn
+    assert.deepEqual(protocolProblems(session.deriveMessages()), [])
+  })
+
+  it('while a rewind folds, /compact is busy, pressure and overflow decline, and nothing is written; after it, /compact runs', async () => {
+    const store = storeFile()
+    const reportCall = gate()
+    const reporting = gate()
+    const model = new PressureModel({
+      contextWindow: 200_000,
+      script: async (/** @type {any} */ options, /** @type {number} */ n) => {
+        const last = options.messages.at(-1)
+        if (last?.source?.plugin === 'rewind' && /Write a report/.test(JSON.stringify(last.content))) {
+          reporting.open()
+          await reportCall.opened
+          return { text: '## Findings\n- the report' }
+        }
+        return n < 6 ? { calls: [probe(`x${n}`, `src/x/${n}.rs`)] } : { text: 'Done.' }
+      },
+    })
+    const root = await bootHost({
+      model,
+      before: async (r) => {
+        await r.plugin(Checkpoint, { store })
+        await r.plugin(Rewind, {})
+      },
+    })
+    const agent = await agentOn(root, 'folding-idle')
+    const session = agent.session
+    await addon.mark(store, 'folding-idle', session.seq)
+    await prompt(agent, 'Explore src/x.')
+    assert.equal(compactionsOf(session).length, 0)
+    // From here the routed model reports a small window: the session is over the threshold, so
+    // only the fold's lock keeps the automatic paths from compacting.
+    model.contextWindow = 6000
+    const folding = root.rewind.rewind(agent)
+    await reporting.opened
+    assert.equal(addon.foldInProgress('folding-idle'), true)
+    const length = session.events.length
+    const nodes = [...session.surface.nodes]
+    await assert.rejects(root.compaction.compactNow(agent, AbortSignal.timeout(5000)), (e) => e instanceof ManualCompactionError && e.code === 'busy' && /a rewind of this session is in progress/.test(e.message))
+    const execution = await root.commands.execute(agent, '/compact', [], AbortSignal.timeout(5000))
+    assert.equal(execution.result.kind, 'error')
+    assert.match(execution.result.text, /active compaction, or the agent is not idle/)
+    assert.equal(await root.compaction.compactIfNeeded(agent, 'pressure', AbortSignal.timeout(5000)), null)
+    assert.equal(await root.compaction.compactIfNeeded(agent, 'context-overflow', AbortSignal.timeout(5000)), null)
+    // The command runtime logs the refused /compact (command/run, command/done); no compaction event.
+    assert.deepEqual(session.events.slice(length).map((/** @type {any} */ e) => e.type), ['command/run', 'command/done'], 'a compaction wrote during a fold')
+    assert.deepEqual([...session.surface.nodes], nodes)
+    reportCall.open()
+    assert.equal((await folding).markId, 1)
+    assert.equal(addon.foldInProgress('folding-idle'), false)
+    const after = await root.commands.execute(agent, '/compact', [], AbortSignal.timeout(5000))
+    assert.equal(after.result.kind, 'success', after.result.text)
   })
 
   it('a block summary waits while this backend\'s bracket is open', async () => {
