@@ -32,7 +32,9 @@ import path from 'node:path'
 
 import '../__test__/helpers/dsh.mjs'
 import { BasicCompactionEngine } from '@deepseek-ai/dsh-compaction-basic'
+import { LlmRuntime } from '@deepseek-ai/dsh-llm'
 import { SessionId } from '@deepseek-ai/dsh-session'
+import { TokenMeter } from '@deepseek-ai/dsh-token-meter'
 import { defineTool } from '@deepseek-ai/dsh-tools'
 
 import { keptCounts, loadSegments, regionFacts } from '../bin/report-facts.mjs'
@@ -45,10 +47,10 @@ import { bootHost, PressureModel, prompt, textOf } from '../__test__/compaction/
 import { emit, load, log, parseArgs } from './lib/common.mjs'
 import { summarize as stats } from './lib/stats.mjs'
 
-const { quick, out } = parseArgs()
+const { quick, out, opts } = parseArgs()
 const SEGMENTS = loadSegments()
 /** The sessions' sizes (tokens of recorded messages) and the context windows they run under. */
-const RUNS = quick
+const ALL_RUNS = quick
   ? [{ tokens: 100_000, window: 32_000 }]
   : [
       { tokens: 100_000, window: 32_000 },
@@ -56,6 +58,9 @@ const RUNS = quick
       { tokens: 1_000_000, window: 32_000 },
       { tokens: 1_000_000, window: 250_000 },
     ]
+// Development runs: `--runs 1000000/250000,100000/32000` picks some, `--backends fold` one side.
+const RUNS = typeof opts.runs === 'string' ? ALL_RUNS.filter((r) => opts.runs.split(',').includes(`${r.tokens}/${r.window}`)) : ALL_RUNS
+const BACKENDS = typeof opts.backends === 'string' ? /** @type {('fold' | 'basic')[]} */ (opts.backends.split(',')) : /** @type {const} */ (['fold', 'basic'])
 const BASIC_SUMMARY = ['## Primary Request and Intent', '## Key Technical Concepts', '## Files and Code', '## Errors and Fixes', '## Pending Jobs', '## Current Work', '## Next Step', '## Critical Context']
   .map((h) => `${h}\n${'- a terse bullet of the kind a summarizer writes, naming a path like src/app/module.py and a command\n'.repeat(6)}`)
   .join('\n')
@@ -192,6 +197,43 @@ function requestTokens(root, options) {
 }
 
 /**
+ * Where a compaction's time goes, split between the backend's own work and DSH's parts it calls:
+ * `append` (the session's appends, with every `session/event` listener they run: DSH's
+ * persistence, projections, meter fold and invariant checks), `meter` (`tokenMeter.measure` and
+ * `estimateMessage`), `modelInfo` (`llm.resolveModelInfo`). Only the outermost timed call
+ * counts (an append's listeners that measure are the append's). Active only inside a timed
+ * `compactIfNeeded`.
+ */
+const clock = { active: false, depth: 0, append: 0, meter: 0, modelInfo: 0 }
+const now = () => Number(process.hrtime.bigint()) / 1e6
+
+/**
+ * Wraps `owner[key]` so its time inside a timed compaction counts as `part`.
+ * @param {any} owner @param {string} key @param {'append' | 'meter' | 'modelInfo'} part
+ */
+function timePart(owner, key, part) {
+  const original = owner[key]
+  owner[key] = function (/** @type {any[]} */ ...args) {
+    if (!clock.active || clock.depth > 0) return original.apply(this, args)
+    clock.depth++
+    const t0 = now()
+    let result
+    try {
+      result = original.apply(this, args)
+    } finally {
+      clock.depth--
+      if (!(result instanceof Promise)) clock[part] += now() - t0
+    }
+    // An async part (resolving model info) is awaited alone: its time is until it settles.
+    if (result instanceof Promise) return result.finally(() => (clock[part] += now() - t0))
+    return result
+  }
+}
+timePart(TokenMeter.prototype, 'measure', 'meter')
+timePart(TokenMeter.prototype, 'estimateMessage', 'meter')
+timePart(LlmRuntime.prototype, 'resolveModelInfo', 'modelInfo')
+
+/**
  * The backend class with every `compactIfNeeded` that compacted timed and described: the
  * checkpoint mark active and the block in progress then, how many compactions it made.
  * @param {any} Base @param {any[]} events
@@ -202,20 +244,25 @@ function timed(Base, events) {
       const session = agent.session
       const before = eventLog(session).length
       const mark = await this.ctx.get('checkpoint')?.latestMark(session.id)
-      const t0 = process.hrtime.bigint()
+      if (!Object.hasOwn(session, 'append')) timePart(session, 'append', 'append')
+      Object.assign(clock, { active: true, depth: 0, append: 0, meter: 0, modelInfo: 0 })
+      const t0 = now()
       let result
       let error
       try {
         result = await super.compactIfNeeded(agent, trigger, signal)
       } catch (e) {
         error = e
+      } finally {
+        clock.active = false
       }
-      const ms = Number(process.hrtime.bigint() - t0) / 1e6
+      const ms = now() - t0
+      const parts = { append: clock.append, meter: clock.meter, modelInfo: clock.modelInfo }
       const log = eventLog(session)
       const made = log.slice(before).filter((e) => e.type === 'compaction/summary').length
       if (made > 0 || error) {
         const measured = this.ctx.tokenMeter.measure(session).totalTokens
-        events.push({ trigger, ms, made, error: error ? String(error.message ?? error) : undefined, after: measured, from: before, to: log.length, mark: mark && mark.foldedAt === null ? mark.logLength : undefined })
+        events.push({ trigger, ms, own: ms - parts.append - parts.meter - parts.modelInfo, ...parts, made, error: error ? String(error.message ?? error) : undefined, after: measured, from: before, to: log.length, mark: mark && mark.foldedAt === null ? mark.logLength : undefined })
       }
       if (error) throw error
       return result
@@ -306,7 +353,7 @@ async function grade(root, session, pressure, window, turns) {
 const results = []
 for (const r of RUNS) {
   const turns = script(r.tokens)
-  for (const backend of /** @type {const} */ (['fold', 'basic'])) {
+  for (const backend of BACKENDS) {
     log(`compaction: ${backend}, ${r.tokens} tokens, window ${r.window}`)
     const res = await run(backend, turns, r.window)
     const pressure = res.events
@@ -322,6 +369,13 @@ for (const r of RUNS) {
       failed: passes.filter((p) => p.error).map((p) => p.error).slice(0, 5),
       compactions: res.compactions.length,
       ms: stats(pressure.map((p) => p.ms)),
+      // The same compactions' time split: the backend's own work, and each DSH part it calls.
+      split: {
+        own: stats(pressure.map((p) => p.own)),
+        append: stats(pressure.map((p) => p.append)),
+        meter: stats(pressure.map((p) => p.meter)),
+        modelInfo: stats(pressure.map((p) => p.modelInfo)),
+      },
       modelCalls: res.modelCalls,
       summaryRequestTokens: stats(res.summaryRequestTokens),
       facts: {
