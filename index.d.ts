@@ -88,6 +88,12 @@ export interface CompactionParams {
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+/** What one message contributes to an extractive report (`reportFacts`): an opaque handle. */
+export declare class ReportFacts {
+  /** The message's model-visible text in UTF-16 units. */
+  get visibleChars(): number
+}
+
 /** What a summary of `closed` replaces right now. */
 export interface BlockCommitPlan {
   /** Seq of the first replaced surface node (the replace op's `start`). */
@@ -177,6 +183,12 @@ export declare function decodeZstd(data: Uint8Array): Buffer
  * Unresolved Questions, Recommended Next Step, copied verbatim from the messages.
  */
 export declare function extractiveReport(messagesJson: string, options?: ReportOptions | null): string
+
+/**
+ * The extractive report of a region given as its messages' `ReportFacts`, in order: the same
+ * text `extractiveReport` writes for those messages.
+ */
+export declare function extractiveReportOf(facts: ReportFacts[], options?: ReportOptions | null): string
 
 /**
  * The mark with id `markId` (any session's), or `null`: one mark's lookup, from memory when it
@@ -319,6 +331,9 @@ export interface RecallSearch {
   /** Whether the query was a literal substring (not a `/regex/`). */
   literal: boolean
 }
+
+/** Reads one message (DSH's shape, as JSON) for `extractiveReportOf`. */
+export declare function reportFacts(messageJson: string): ReportFacts
 
 /** Options of `extractiveReport`. */
 export interface ReportOptions {

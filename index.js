@@ -835,10 +835,12 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.ReportFacts = nativeBinding.ReportFacts
 module.exports.compactStore = nativeBinding.compactStore
 module.exports.completeFold = nativeBinding.completeFold
 module.exports.decodeZstd = nativeBinding.decodeZstd
 module.exports.extractiveReport = nativeBinding.extractiveReport
+module.exports.extractiveReportOf = nativeBinding.extractiveReportOf
 module.exports.findMark = nativeBinding.findMark
 module.exports.foldErrorCodes = nativeBinding.foldErrorCodes
 module.exports.foldInProgress = nativeBinding.foldInProgress
@@ -856,5 +858,6 @@ module.exports.planCompaction = nativeBinding.planCompaction
 module.exports.planCompactionRange = nativeBinding.planCompactionRange
 module.exports.planMatches = nativeBinding.planMatches
 module.exports.recallSearch = nativeBinding.recallSearch
+module.exports.reportFacts = nativeBinding.reportFacts
 module.exports.rewind = nativeBinding.rewind
 module.exports.selectRegion = nativeBinding.selectRegion

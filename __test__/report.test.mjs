@@ -195,3 +195,52 @@ describe('extractiveReport input and errors', () => {
     throwsCode(() => report(f.messages, { maxChars: 50 }), 'SHRINK')
   })
 })
+
+describe('the report from facts kept message by message (reportFacts, extractiveReportOf)', () => {
+  it('writes the same bytes as extractiveReport over the same messages, for every fixture and trajectory window', async () => {
+    const { loadSegments } = await import('../bin/report-facts.mjs')
+    const regions = [...fixtures().map((f) => f.messages), ...loadSegments().map((s) => s.messages)]
+    let compared = 0
+    for (const messages of regions) {
+      const facts = messages.map((m) => fold.reportFacts(JSON.stringify(m)))
+      assert.equal(facts.reduce((n, f) => n + f.visibleChars, 0) > 0, true)
+      for (const [a, b] of [[0, messages.length], [1, Math.min(messages.length, 12)], [Math.floor(messages.length / 2), messages.length]]) {
+        for (const options of [undefined, { language: 'zh' }, { maxChars: 900 }]) {
+          const whole = (() => {
+            try {
+              return fold.extractiveReport(JSON.stringify(messages.slice(a, b)), options)
+            } catch (e) {
+              return `${/** @type {any} */ (e).code}`
+            }
+          })()
+          const merged = (() => {
+            try {
+              return fold.extractiveReportOf(facts.slice(a, b), options)
+            } catch (e) {
+              return `${/** @type {any} */ (e).code}`
+            }
+          })()
+          assert.equal(merged, whole)
+          compared++
+        }
+      }
+    }
+    assert.ok(compared > 300, `${compared}`)
+  })
+
+  it('refuses what is not one message, a list of facts, or good options, with INVALID_ARGUMENT', () => {
+    throwsCode(() => fold.reportFacts(42), 'INVALID_ARGUMENT')
+    throwsCode(() => fold.reportFacts('not json'), 'INVALID_ARGUMENT')
+    throwsCode(() => fold.reportFacts('[{"role":"user","content":[]}]'), 'INVALID_ARGUMENT')
+    throwsCode(() => fold.reportFacts('{"role":"robot","content":[]}'), 'INVALID_ARGUMENT')
+    const good = fold.reportFacts(JSON.stringify({ role: 'assistant', content: [{ type: 'text', text: 'Read src/a.rs and src/b.rs; both fine.' }] }))
+    throwsCode(() => fold.extractiveReportOf('facts'), 'INVALID_ARGUMENT')
+    throwsCode(() => fold.extractiveReportOf([good, { visibleChars: 3 }]), 'INVALID_ARGUMENT')
+    // An instance of another class of the addon is not a ReportFacts.
+    throwsCode(() => fold.extractiveReportOf([good, new (class ReportFacts {})()]), 'INVALID_ARGUMENT')
+    throwsCode(() => fold.extractiveReportOf([good], { language: 'fr' }), 'INVALID_ARGUMENT')
+    assert.throws(() => fold.extractiveReportOf([good, null]), /facts\[1\] must be a ReportFacts/)
+    // The empty region: bounded by maxChars alone, as extractiveReport's.
+    assert.equal(fold.extractiveReportOf([], { maxChars: 4000 }), fold.extractiveReport('[]', { maxChars: 4000 }))
+  })
+})

@@ -38,7 +38,7 @@ pub use crate::compaction::{
 };
 use crate::convert::{arg_or_throw, throw};
 pub use crate::recall::{recall_search, RecallSearch};
-pub use crate::report::{extractive_report, ReportOptions};
+pub use crate::report::{extractive_report, extractive_report_of, report_facts, ReportFacts, ReportOptions};
 pub use crate::rewind::rewind;
 pub use crate::store::{
     compact_store, complete_fold, find_mark, has_active, has_active_sync, latest_mark, list_marks, mark, open_store,

@@ -9,13 +9,13 @@
 //! skeleton fits. All rules live in `fold_core::report`; it runs at about 50 MB/s of CPU time
 //! (bench figure 6), so even a large region costs milliseconds and needs no worker thread.
 
-use fold_core::report::{self, Language, ReportOptions as CoreOptions};
+use fold_core::report::{self, Language, MessageFacts, ReportOptions as CoreOptions};
 use fold_core::FoldError;
 use napi::bindgen_prelude::*;
 use napi::{Env, ValueType};
 use napi_derive::napi;
 
-use crate::convert::{self, throw, CoreResult};
+use crate::convert::{self, cast, describe, throw, CoreResult};
 
 /// Largest `maxChars` accepted.
 const MAX_CHARS: f64 = u32::MAX as f64;
@@ -95,4 +95,64 @@ fn report_checked(env: &Env, messages_json: Unknown<'_>, options: Option<Unknown
     let json = convert::string(&messages_json, "messagesJson")?.map_err(|e| throw(env, &e))?;
     let options = self::options(options.as_ref())?.map_err(|e| throw(env, &e))?;
     report::extractive_report(&json, &options).map_err(|e| throw(env, &e))
+}
+
+/// What one message contributes to an extractive report (`reportFacts`): an opaque handle.
+#[napi]
+pub struct ReportFacts {
+    facts: MessageFacts,
+}
+
+#[napi]
+impl ReportFacts {
+    /// The message's model-visible text in UTF-16 units.
+    #[napi(getter)]
+    pub fn visible_chars(&self) -> f64 {
+        self.facts.visible_chars() as f64
+    }
+}
+
+/// Reads one message (DSH's shape, as JSON) for `extractiveReportOf`.
+#[napi(ts_args_type = "messageJson: string")]
+pub fn report_facts(env: &Env, message_json: Unknown<'_>) -> Result<ReportFacts> {
+    crate::guard::throwing(env, "reportFacts", || {
+        let json = convert::string(&message_json, "messageJson")?.map_err(|e| throw(env, &e))?;
+        let facts = MessageFacts::parse(&json).map_err(|e| throw(env, &e))?;
+        Ok(ReportFacts { facts })
+    })
+}
+
+/// The extractive report of a region given as its messages' `ReportFacts`, in order: the same
+/// text `extractiveReport` writes for those messages.
+#[napi(ts_args_type = "facts: ReportFacts[], options?: ReportOptions | null")]
+pub fn extractive_report_of(env: &Env, facts: Unknown<'_>, options: Option<Unknown<'_>>) -> Result<String> {
+    crate::guard::throwing(env, "extractiveReportOf", || {
+        let handles = convert::arg_or_throw!(env, report_facts_list(env, &facts));
+        let options = self::options(options.as_ref())?.map_err(|e| throw(env, &e))?;
+        report::report_of(handles.iter().map(|h| &h.facts), &options).map_err(|e| throw(env, &e))
+    })
+}
+
+/// Reads `facts`: an array of `ReportFacts` (each checked with `instanceof` before it is unwrapped).
+fn report_facts_list<'e>(env: &Env, v: &Unknown<'e>) -> napi::Result<CoreResult<Vec<ClassInstance<'e, ReportFacts>>>> {
+    if v.get_type()? != ValueType::Object || !v.is_array()? {
+        return Ok(Err(FoldError::invalid(format!(
+            "facts must be an array of ReportFacts (what reportFacts returns), got {}",
+            describe(v)?
+        ))));
+    }
+    let array = cast::<Object>(v)?;
+    let len = array.get_array_length()?;
+    let mut out = Vec::with_capacity(len as usize);
+    for i in 0..len {
+        let item: Unknown = array.get_element(i)?;
+        if item.get_type()? != ValueType::Object || !ReportFacts::instance_of(env, &item)? {
+            return Ok(Err(FoldError::invalid(format!(
+                "facts[{i}] must be a ReportFacts (what reportFacts returns), got {}",
+                describe(&item)?
+            ))));
+        }
+        out.push(cast::<ClassInstance<ReportFacts>>(&item)?);
+    }
+    Ok(Ok(out))
 }

@@ -1,14 +1,26 @@
-//! Extraction: one walk over the region's messages that gathers what the report says.
+//! Extraction: what the report says, gathered in two steps — what each message contributes read
+//! from that message alone ([`MessageFacts`]), then one merge over the region's messages in
+//! order ([`Facts::merge`]).
 //!
-//! Contract. `Facts::extract` is a pure function of the messages, linear in their size. It
-//! turns every tool call into a `Step` (what ran, how it ended, the error lines its output
-//! added, a one-line summary of the output), sorts the paths the agent named into roles
-//! (edited, written, read, named), and reads the assistant's own text for its conclusion, the
-//! next step it announced, and a few decisions and open questions. Error lines are
-//! deduplicated across the whole region (first-seen order) and every item is already capped;
-//! choosing what fits the budget is `layout`'s job. Nothing here copies an output whole: a
-//! command keeps its first line, an output keeps its error lines and one summary line.
+//! Contract. `MessageFacts::of` is a pure function of one message, linear in its size: the scans
+//! that read every byte (a tool output's lines for error lines, an argument's or a text's path
+//! tokens, a command's first line) run here, once per message, and keep only what the report can
+//! use (capped lines, path lists, counts). `Facts::merge` replays those contributions in order
+//! against the region's state — which call a result answers, which error lines and paths an
+//! earlier message already named, the text-protocol action awaiting its `<returncode>` — and costs
+//! time linear in the facts, not in the messages' text. `merge(of(m) for m in messages)` is the
+//! whole extraction: the rewind's report (one JSON region) and a compaction's (facts kept per
+//! message as the session grows) take the same path and write the same bytes.
+//!
+//! What the merge builds: every tool call as a `Step` (what ran, how it ended, the error lines its
+//! output added, a one-line summary of the output), the paths the agent named sorted into roles
+//! (edited, written, read, named), and from the assistant's own text its conclusion, the next step
+//! it announced, and a few decisions and open questions. Error lines are deduplicated across the
+//! whole region (first-seen order) and every item is already capped; choosing what fits the
+//! budget is `layout`'s job. Nothing here copies an output whole: a command keeps its first line,
+//! an output keeps its error lines and one summary line.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -211,68 +223,367 @@ pub(super) struct Facts {
     pub(super) failed: usize,
 }
 
+/// A command's first line as a step's label shows it, and how many more non-empty lines it has.
+#[derive(Debug, Clone)]
+struct CommandLine {
+    first: String,
+    more: usize,
+}
+
+impl CommandLine {
+    fn of(command: &str) -> Self {
+        let c = command.trim();
+        let mut lines = c.lines();
+        let first = lines.next().unwrap_or("").trim();
+        let more = lines.filter(|l| !l.trim().is_empty()).count();
+        Self {
+            first: cap(first, CAP_COMMAND).into_owned(),
+            more,
+        }
+    }
+}
+
+/// What a tool output says, read from its text alone: what a step's outcome and summary need,
+/// whatever the call was.
+#[derive(Debug, Clone, Default)]
+struct Output {
+    /// Non-empty lines (an exit-code line included).
+    lines: usize,
+    /// The last exit-code line's code.
+    exit: Option<i64>,
+    /// Its error lines, capped, each once, in order.
+    cues: Vec<String>,
+    /// How many lines were error lines (repeats included).
+    cue_lines: usize,
+    /// The last line with a letter or digit (not an exit-code line), capped for a summary.
+    last: Option<String>,
+    /// The first non-empty line that is not an exit-code line, capped as an error line: what a
+    /// failure without an error line says.
+    first: Option<String>,
+}
+
+impl Output {
+    fn of(out: &str) -> Self {
+        let mut o = Output::default();
+        let mut seen = Ordered::default();
+        let mut last: Option<&str> = None;
+        for raw in out.lines() {
+            let line = raw.trim();
+            if line.is_empty() {
+                continue;
+            }
+            o.lines += 1;
+            if let Some(code) = exit_code(line) {
+                o.exit = Some(code);
+                continue;
+            }
+            if o.first.is_none() {
+                o.first = Some(cap(line, CAP_ERROR).into_owned());
+            }
+            if is_error_line(line) {
+                o.cue_lines += 1;
+                let capped = cap(line, CAP_ERROR);
+                let before = seen.items.len();
+                seen.push(&capped);
+                if seen.items.len() > before {
+                    o.cues.push(capped.into_owned());
+                }
+            }
+            if line.chars().any(char::is_alphanumeric) {
+                last = Some(line);
+            }
+        }
+        o.last = last.map(|l| cap(l, CAP_TAIL).into_owned());
+        o
+    }
+}
+
+/// A tool call, read from its message: everything but what depends on the region before it.
+#[derive(Debug, Clone)]
+struct Call {
+    /// The step's name (an editor's subcommand appended).
+    name: String,
+    kind: ToolKind,
+    command: Option<CommandLine>,
+    subject: Option<String>,
+    /// The paths its arguments named, with their roles, in the order they were found.
+    paths: Vec<(String, PathRole)>,
+    /// The first whole value under a path key: the call's target.
+    key_target: Option<String>,
+    /// Without `key_target`, the target is the first of `paths` new to the region (search and
+    /// file tools only).
+    target_from_new: bool,
+}
+
+impl Call {
+    fn of(name: &str, arguments: &Value) -> Self {
+        let lower = name.to_ascii_lowercase();
+        let parsed;
+        let args = match arguments {
+            Value::String(s) => match serde_json::from_str::<Value>(s) {
+                Ok(v) => {
+                    parsed = v;
+                    &parsed
+                }
+                Err(_) => {
+                    // Raw, non-JSON arguments: a shell's command line, or free text.
+                    let mut found = Ordered::default();
+                    scan_paths(s, &mut found);
+                    let kind = kind_of(&lower, None);
+                    return Self {
+                        name: name.to_owned(),
+                        kind,
+                        command: (kind == ToolKind::Shell).then(|| CommandLine::of(s)),
+                        subject: None,
+                        paths: found.items.iter().map(|p| (p.to_string(), PathRole::Named)).collect(),
+                        key_target: None,
+                        target_from_new: false,
+                    };
+                }
+            },
+            v => v,
+        };
+        let command = command_of(args, is_shell(&lower));
+        // An editor's one-word `command` (`view`, `create`, `str_replace`) is its subcommand.
+        let sub = match args.get("command") {
+            Some(Value::String(c)) if command.is_none() && !c.is_empty() && !c.contains(char::is_whitespace) => {
+                Some(c.as_str())
+            }
+            _ => None,
+        };
+        let kind = match sub.map(|c| kind_of(&c.to_ascii_lowercase(), None)) {
+            Some(k) if k != ToolKind::Other && k != ToolKind::Shell => k,
+            _ => kind_of(&lower, command.as_deref()),
+        };
+        let role = match kind {
+            ToolKind::Edit => PathRole::Edited,
+            ToolKind::Write => PathRole::Written,
+            ToolKind::Read => PathRole::Read,
+            _ => PathRole::Named,
+        };
+        let mut paths = Vec::new();
+        let mut key_target = None;
+        arg_strings(args, false, false, role, &mut paths, &mut key_target);
+        // Reading, writing or editing needs a file: without a path argument the call is another
+        // kind of tool (`todo_write`, `read_lints`).
+        let kind = match kind {
+            ToolKind::Edit | ToolKind::Write | ToolKind::Read if key_target.is_none() => ToolKind::Other,
+            k => k,
+        };
+        let target_from_new = key_target.is_none()
+            && matches!(
+                kind,
+                ToolKind::Search | ToolKind::Read | ToolKind::Edit | ToolKind::Write
+            );
+        Self {
+            name: match sub {
+                Some(c) => format!("{name} {c}"),
+                None => name.to_owned(),
+            },
+            kind,
+            command: command.as_deref().map(CommandLine::of),
+            subject: subject_of(args),
+            paths,
+            key_target,
+            target_from_new,
+        }
+    }
+}
+
+/// Walks argument strings for paths: whole values under path keys, token scans elsewhere,
+/// nothing in file bodies. The first whole path-key value is the call's target.
+fn arg_strings(
+    v: &Value,
+    path_key: bool,
+    body: bool,
+    role: PathRole,
+    paths: &mut Vec<(String, PathRole)>,
+    target: &mut Option<String>,
+) {
+    match v {
+        Value::String(s) => {
+            let t = s.trim();
+            if body {
+            } else if path_key && !t.is_empty() && len16(t) <= CAP_LINE && !t.contains(char::is_whitespace) {
+                paths.push((t.to_owned(), role));
+                if target.is_none() {
+                    *target = Some(t.to_owned());
+                }
+            } else {
+                let mut found = Ordered::default();
+                scan_paths(s, &mut found);
+                paths.extend(found.items.iter().map(|p| (p.to_string(), PathRole::Named)));
+            }
+        }
+        Value::Array(items) => items
+            .iter()
+            .for_each(|i| arg_strings(i, path_key, body, role, paths, target)),
+        Value::Object(map) => {
+            for (k, v) in map {
+                let k = norm_key(k);
+                let body = body || CONTENT_KEYS.contains(&k.as_str());
+                arg_strings(v, PATH_KEYS.contains(&k.as_str()), body, role, paths, target);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// An assistant message's own text, read once: the paths it names, the fenced shell block a
+/// text-protocol agent runs (used when the message makes no tool call), the text itself (the
+/// merge mines the latest few for decisions, questions and the conclusion).
+#[derive(Debug, Clone)]
+struct Text {
+    body: TextBody,
+    paths: Vec<String>,
+    shell: Option<CommandLine>,
+}
+
+/// What one message contributes, in the order the extraction meets it.
+#[derive(Debug, Clone)]
+enum Op {
+    Call {
+        id: String,
+        call: Call,
+    },
+    Result {
+        call_id: Option<String>,
+        output: Output,
+        is_error: bool,
+    },
+    /// A user text carrying a `<returncode>`: the output of a pending text-protocol action.
+    ReturnCode(Output),
+    Text(Text),
+}
+
+/// What one message contributes to the report, read from that message alone (module docs).
+#[derive(Debug, Clone)]
+pub struct MessageFacts {
+    ops: Vec<Op>,
+    /// Its model-visible text in UTF-16 units (`Region::visible_chars`'s measure).
+    pub(super) visible: usize,
+}
+
+impl MessageFacts {
+    pub(super) fn of(m: &Message, visible: usize) -> Self {
+        let mut ops = Vec::new();
+        if m.role == Role::Tool {
+            let out = join_text(&m.content);
+            ops.push(Op::Result {
+                call_id: m.call_id.clone(),
+                output: Output::of(&out),
+                is_error: m.is_error.unwrap_or(false),
+            });
+            return Self { ops, visible };
+        }
+        let mut text = String::new();
+        let mut called = false;
+        for b in &m.content {
+            match b {
+                Block::Text { text: t } if m.role == Role::Assistant => {
+                    if !text.is_empty() {
+                        text.push('\n');
+                    }
+                    text.push_str(t);
+                }
+                Block::Text { text: t } if m.role == Role::User => {
+                    if t.contains("<returncode>") {
+                        ops.push(Op::ReturnCode(Output::of(t)));
+                    }
+                }
+                Block::ToolCall { id, name, arguments } => {
+                    called = true;
+                    ops.push(Op::Call {
+                        id: id.clone(),
+                        call: Call::of(name, arguments),
+                    });
+                }
+                Block::ToolResult {
+                    tool_call_id,
+                    content,
+                    is_error,
+                } => {
+                    let out = join_text(content);
+                    ops.push(Op::Result {
+                        call_id: Some(tool_call_id.clone()),
+                        output: Output::of(&out),
+                        is_error: *is_error,
+                    });
+                }
+                Block::Text { .. } | Block::Reasoning { .. } | Block::Other => {}
+            }
+        }
+        if !text.trim().is_empty() {
+            let mut found = Ordered::default();
+            scan_paths(&text, &mut found);
+            let shell = if called {
+                None
+            } else {
+                shell_block(&text).map(CommandLine::of)
+            };
+            ops.push(Op::Text(Text {
+                paths: found.items.iter().map(|p| p.to_string()).collect(),
+                shell,
+                body: TextBody::Raw(text),
+            }));
+        }
+        Self { ops, visible }
+    }
+
+    /// Readies these facts to be kept for later reports: the agent's text is mined now (what a
+    /// report reads of it is kept, the text itself dropped), so a report merging them reads no
+    /// text at all.
+    pub fn prepare(&mut self) {
+        for op in &mut self.ops {
+            if let Op::Text(t) = op {
+                if let TextBody::Raw(text) = &t.body {
+                    t.body = TextBody::Mined(Mined::of(text));
+                }
+            }
+        }
+    }
+}
+
 impl Facts {
-    pub(super) fn extract(messages: &[Message]) -> Self {
+    /// The region's facts: each message's contribution, replayed in order.
+    pub(super) fn merge<'a>(messages: impl IntoIterator<Item = &'a MessageFacts>) -> Self {
         let mut f = Facts::default();
         let mut by_id: HashMap<&str, usize, FxBuild> = HashMap::default();
-        let mut texts: Vec<String> = Vec::new();
+        let mut texts: Vec<&TextBody> = Vec::new();
         // A text-protocol action (a fenced shell block in an assistant text, no tool call) waiting
         // for the user message that carries its `<returncode>` output.
         let mut text_action: Option<usize> = None;
         for m in messages {
-            if m.role == Role::Tool {
-                let out = join_text(&m.content);
-                f.result(&by_id, m.call_id.as_deref(), &out, m.is_error.unwrap_or(false));
-                continue;
-            }
-            let mut text = String::new();
-            let mut called = false;
-            for b in &m.content {
-                match b {
-                    Block::Text { text: t } if m.role == Role::Assistant => {
-                        if !text.is_empty() {
-                            text.push('\n');
-                        }
-                        text.push_str(t);
-                    }
-                    Block::Text { text: t } if m.role == Role::User => {
-                        if let Some(i) = text_action.filter(|_| t.contains("<returncode>")) {
-                            let failed = t.lines().rev().find_map(exit_code).is_some_and(|c| c != 0);
-                            f.result_at(i, t, failed);
-                            text_action = None;
-                        }
-                    }
-                    Block::ToolCall { id, name, arguments } => {
+            for op in &m.ops {
+                match op {
+                    Op::Call { id, call } => {
                         f.calls += 1;
-                        called = true;
-                        f.call(name, arguments);
+                        f.call(call);
                         by_id.insert(id, f.steps.len() - 1);
                     }
-                    Block::ToolResult {
-                        tool_call_id,
-                        content,
+                    Op::Result {
+                        call_id,
+                        output,
                         is_error,
-                    } => {
-                        let out = join_text(content);
-                        f.result(&by_id, Some(tool_call_id), &out, *is_error);
+                    } => f.result(&by_id, call_id.as_deref(), output, *is_error),
+                    Op::ReturnCode(output) => {
+                        if let Some(i) = text_action.take() {
+                            let failed = output.exit.is_some_and(|c| c != 0);
+                            f.result_at(i, output, failed);
+                        }
                     }
-                    Block::Text { .. } | Block::Reasoning { .. } | Block::Other => {}
-                }
-            }
-            if !text.trim().is_empty() {
-                let mut found = Ordered::default();
-                scan_paths(&text, &mut found);
-                for p in &found.items {
-                    f.path(p, PathRole::Named);
-                }
-                if !called {
-                    if let Some(command) = shell_block(&text) {
-                        f.calls += 1;
-                        f.push_step("bash", ToolKind::Shell, Some(command), None, None);
-                        text_action = Some(f.steps.len() - 1);
+                    Op::Text(t) => {
+                        for p in &t.paths {
+                            f.path(p, PathRole::Named);
+                        }
+                        if let Some(command) = &t.shell {
+                            f.calls += 1;
+                            f.push_step("bash", ToolKind::Shell, Some(command), None, None);
+                            text_action = Some(f.steps.len() - 1);
+                        }
+                        texts.push(&t.body);
                     }
                 }
-                texts.push(text);
             }
         }
         f.mine_texts(&texts);
@@ -300,98 +611,40 @@ impl Facts {
     }
 
     /// Records a tool call as a step.
-    fn call(&mut self, name: &str, arguments: &Value) {
-        let lower = name.to_ascii_lowercase();
-        let parsed;
-        let args = match arguments {
-            Value::String(s) => match serde_json::from_str::<Value>(s) {
-                Ok(v) => {
-                    parsed = v;
-                    &parsed
-                }
-                Err(_) => {
-                    // Raw, non-JSON arguments: a shell's command line, or free text.
-                    let mut found = Ordered::default();
-                    scan_paths(s, &mut found);
-                    for p in &found.items {
-                        self.path(p, PathRole::Named);
-                    }
-                    let kind = kind_of(&lower, None);
-                    let command = (kind == ToolKind::Shell).then_some(s.as_str());
-                    self.push_step(name, kind, command, None, None);
-                    return;
-                }
-            },
-            v => v,
-        };
-        let command = command_of(args, is_shell(&lower));
-        // An editor's one-word `command` (`view`, `create`, `str_replace`) is its subcommand.
-        let sub = match args.get("command") {
-            Some(Value::String(c)) if command.is_none() && !c.is_empty() && !c.contains(char::is_whitespace) => {
-                Some(c.as_str())
-            }
-            _ => None,
-        };
-        let kind = match sub.map(|c| kind_of(&c.to_ascii_lowercase(), None)) {
-            Some(k) if k != ToolKind::Other && k != ToolKind::Shell => k,
-            _ => kind_of(&lower, command.as_deref()),
-        };
-        let role = match kind {
-            ToolKind::Edit => PathRole::Edited,
-            ToolKind::Write => PathRole::Written,
-            ToolKind::Read => PathRole::Read,
-            _ => PathRole::Named,
-        };
+    fn call(&mut self, call: &Call) {
         let before = self.paths.items.len();
-        let mut first_key_path = None;
-        self.arg_strings(args, false, false, role, &mut first_key_path);
-        // Reading, writing or editing needs a file: without a path argument the call is another
-        // kind of tool (`todo_write`, `read_lints`).
-        let kind = match kind {
-            ToolKind::Edit | ToolKind::Write | ToolKind::Read if first_key_path.is_none() => ToolKind::Other,
-            k => k,
+        for (p, role) in &call.paths {
+            self.path(p, *role);
+        }
+        let target: Option<Rc<str>> = match &call.key_target {
+            Some(t) => self.paths.seen.get(t.as_str()).cloned(),
+            None if call.target_from_new => self.paths.items.get(before).cloned(),
+            None => None,
         };
-        // Without a path argument, a search or file tool's target is the first new path token of
-        // its arguments; other tools (`todo_write`) have none.
-        let target = first_key_path.or_else(|| {
-            matches!(
-                kind,
-                ToolKind::Search | ToolKind::Read | ToolKind::Edit | ToolKind::Write
-            )
-            .then(|| self.paths.items.get(before).cloned())
-            .flatten()
-        });
-        if kind == ToolKind::Edit {
+        if call.kind == ToolKind::Edit {
             if let Some(t) = &target {
                 *self.edits.entry(t.clone()).or_insert(0) += 1;
             }
         }
-        let subject = subject_of(args);
-        let name = match sub {
-            Some(c) => format!("{name} {c}"),
-            None => name.to_owned(),
-        };
-        self.push_step(&name, kind, command.as_deref(), target.as_deref(), subject.as_deref());
+        self.push_step(
+            &call.name,
+            call.kind,
+            call.command.as_ref(),
+            target.as_deref(),
+            call.subject.as_deref(),
+        );
     }
 
     fn push_step(
         &mut self,
         name: &str,
         kind: ToolKind,
-        command: Option<&str>,
+        command: Option<&CommandLine>,
         target: Option<&str>,
         subject: Option<&str>,
     ) {
         let (label, more_lines, key) = match command {
-            Some(c) => {
-                let c = c.trim();
-                let mut lines = c.lines();
-                let first = lines.next().unwrap_or("").trim();
-                let more = lines.filter(|l| !l.trim().is_empty()).count();
-                let first = cap(first, CAP_COMMAND).into_owned();
-                let key: Rc<str> = Rc::from(first.as_str());
-                (first, more, Some(key))
-            }
+            Some(c) => (c.first.clone(), c.more, Some(Rc::from(c.first.as_str()))),
             None => {
                 let mut label = name.to_owned();
                 for part in [subject, target].into_iter().flatten() {
@@ -431,42 +684,8 @@ impl Facts {
         });
     }
 
-    /// Walks argument strings for paths: whole values under path keys, token scans elsewhere,
-    /// nothing in file bodies. The first whole path-key value is the call's target.
-    fn arg_strings(&mut self, v: &Value, path_key: bool, body: bool, role: PathRole, target: &mut Option<Rc<str>>) {
-        match v {
-            Value::String(s) => {
-                let t = s.trim();
-                if body {
-                } else if path_key && !t.is_empty() && len16(t) <= CAP_LINE && !t.contains(char::is_whitespace) {
-                    self.path(t, role);
-                    if target.is_none() {
-                        *target = self.paths.seen.get(t).cloned();
-                    }
-                } else {
-                    let mut found = Ordered::default();
-                    scan_paths(s, &mut found);
-                    for p in &found.items {
-                        self.path(p, PathRole::Named);
-                    }
-                }
-            }
-            Value::Array(items) => items
-                .iter()
-                .for_each(|i| self.arg_strings(i, path_key, body, role, target)),
-            Value::Object(map) => {
-                for (k, v) in map {
-                    let k = norm_key(k);
-                    let body = body || CONTENT_KEYS.contains(&k.as_str());
-                    self.arg_strings(v, PATH_KEYS.contains(&k.as_str()), body, role, target);
-                }
-            }
-            _ => {}
-        }
-    }
-
     /// Records one tool output on its step: outcome, new error lines, a summary line.
-    fn result(&mut self, by_id: &HashMap<&str, usize, FxBuild>, call_id: Option<&str>, out: &str, is_error: bool) {
+    fn result(&mut self, by_id: &HashMap<&str, usize, FxBuild>, call_id: Option<&str>, out: &Output, is_error: bool) {
         let index = match call_id.and_then(|id| by_id.get(id)) {
             // A second result for the same call (should not happen) reads as its own step.
             Some(&i) if self.steps[i].outcome == Outcome::Pending => i,
@@ -479,7 +698,7 @@ impl Facts {
     }
 
     /// Records one tool output on the step at `index`.
-    fn result_at(&mut self, index: usize, out: &str, is_error: bool) {
+    fn result_at(&mut self, index: usize, out: &Output, is_error: bool) {
         if is_error {
             self.failed += 1;
         }
@@ -489,49 +708,32 @@ impl Facts {
             .as_deref()
             .map(primary_program)
             .unwrap_or_default();
+        // A successful file read's text is content, not diagnostics.
         let scan_errors = is_error || kind != ToolKind::Read;
+        let cue_lines = if scan_errors { out.cue_lines } else { 0 };
         let mut added = Vec::new();
-        let mut cue_lines = 0usize;
-        let mut lines = 0usize;
-        let mut last: Option<&str> = None;
-        let mut exit = None;
-        for raw in out.lines() {
-            let line = raw.trim();
-            if line.is_empty() {
-                continue;
-            }
-            lines += 1;
-            if let Some(code) = exit_code(line) {
-                exit = Some(code);
-                continue;
-            }
-            if scan_errors && is_error_line(line) {
-                cue_lines += 1;
+        if scan_errors {
+            for line in &out.cues {
                 let before = self.errors.items.len();
-                self.errors.push(&cap(line, CAP_ERROR));
+                self.errors.push(line);
                 if self.errors.items.len() > before {
                     added.push(before);
                     scan_paths(&self.errors.items[before], &mut self.in_labels);
                 }
             }
-            if line.chars().any(char::is_alphanumeric) {
-                last = Some(line);
-            }
         }
         if is_error && cue_lines == 0 {
             // A failure that names no cue: its first line says what went wrong.
-            if let Some(first) = out
-                .lines()
-                .map(str::trim)
-                .find(|l| !l.is_empty() && exit_code(l).is_none())
-            {
+            if let Some(first) = &out.first {
                 let before = self.errors.items.len();
-                self.errors.push(&cap(first, CAP_ERROR));
+                self.errors.push(first);
                 if self.errors.items.len() > before {
                     added.push(before);
                 }
             }
         }
+        let lines = out.lines;
+        let exit = out.exit;
         let summary = if lines == 0 || (lines == 1 && exit.is_some()) {
             Summary::Empty
         } else if kind == ToolKind::Read || READING_PROGRAMS.contains(&program) {
@@ -539,8 +741,8 @@ impl Facts {
         } else if LISTING_PROGRAMS.contains(&program) && cue_lines == 0 {
             Summary::Listing(lines - usize::from(exit.is_some()))
         } else {
-            match last {
-                Some(l) => Summary::Tail(cap(l, CAP_TAIL).into_owned()),
+            match &out.last {
+                Some(l) => Summary::Tail(l.clone()),
                 None => Summary::Empty,
             }
         };
@@ -553,29 +755,19 @@ impl Facts {
 
     /// Reads the assistant's text: the conclusion and the announced next step come from its last
     /// text; decisions and open questions from any text (the latest few).
-    fn mine_texts(&mut self, texts: &[String]) {
+    fn mine_texts(&mut self, texts: &[&TextBody]) {
         let Some(last) = texts.last() else { return };
-        let conclusion = collapse(last);
-        if !conclusion.is_empty() {
-            self.conclusion = Some(cap(&conclusion, CAP_CONCLUSION).into_owned());
-        }
-        let last_sentences = sentences(last);
-        self.next = last_sentences
-            .iter()
-            .rev()
-            .find(|s| has_cue(&s.to_lowercase(), &NEXT_CUES))
-            .map(|s| cap(s, CAP_NEXT).into_owned());
+        let last = last.mined();
+        self.conclusion = last.conclusion.clone();
+        self.next = last.next.clone();
         let mut decisions = Ordered::default();
         let mut questions = Ordered::default();
         for text in texts.iter().rev().take(RECENT_TEXTS) {
-            for s in sentences(text).into_iter().rev() {
-                let lower = s.to_lowercase();
-                if (s.ends_with('?') || s.ends_with('？') || has_cue(&lower, &QUESTION_CUES))
-                    && questions.items.len() < MAX_QUESTIONS
-                {
-                    questions.push(&cap(s, CAP_SENTENCE));
-                } else if has_cue(&lower, &DECISION_CUES) && decisions.items.len() < MAX_DECISIONS {
-                    decisions.push(&cap(s, CAP_SENTENCE));
+            for (s, question, decision) in &text.mined().marked {
+                if *question && questions.items.len() < MAX_QUESTIONS {
+                    questions.push(s);
+                } else if *decision && decisions.items.len() < MAX_DECISIONS {
+                    decisions.push(s);
                 }
             }
             if decisions.items.len() >= MAX_DECISIONS && questions.items.len() >= MAX_QUESTIONS {
@@ -585,6 +777,61 @@ impl Facts {
         // Collected newest first; report them in the order they were written.
         self.decisions = decisions.items.iter().rev().map(|s| s.to_string()).collect();
         self.questions = questions.items.iter().rev().map(|s| s.to_string()).collect();
+    }
+}
+
+/// What the report reads in one of the agent's texts: its conclusion (the text on one line),
+/// the next step it announces, and its sentences that ask or decide, newest first.
+#[derive(Debug, Clone)]
+struct Mined {
+    conclusion: Option<String>,
+    next: Option<String>,
+    /// (the sentence, capped; whether it asks; whether it decides), last sentence first; only
+    /// sentences that do one or the other.
+    marked: Vec<(String, bool, bool)>,
+}
+
+impl Mined {
+    fn of(text: &str) -> Self {
+        let conclusion = collapse(text);
+        let all = sentences(text);
+        let next = all
+            .iter()
+            .rev()
+            .find(|s| has_cue(&s.to_lowercase(), &NEXT_CUES))
+            .map(|s| cap(s, CAP_NEXT).into_owned());
+        let marked = all
+            .iter()
+            .rev()
+            .filter_map(|s| {
+                let lower = s.to_lowercase();
+                let question = s.ends_with('?') || s.ends_with('？') || has_cue(&lower, &QUESTION_CUES);
+                let decision = has_cue(&lower, &DECISION_CUES);
+                (question || decision).then(|| (cap(s, CAP_SENTENCE).into_owned(), question, decision))
+            })
+            .collect();
+        Self {
+            conclusion: (!conclusion.is_empty()).then(|| cap(&conclusion, CAP_CONCLUSION).into_owned()),
+            next,
+            marked,
+        }
+    }
+}
+
+/// An agent's text as the facts keep it: as written (read when a region's report mines it), or
+/// already mined (a message kept for later reports: `MessageFacts::prepare`).
+#[derive(Debug, Clone)]
+enum TextBody {
+    Raw(String),
+    Mined(Mined),
+}
+
+impl TextBody {
+    fn mined(&self) -> Cow<'_, Mined> {
+        match self {
+            Self::Raw(text) => Cow::Owned(Mined::of(text)),
+            Self::Mined(m) => Cow::Borrowed(m),
+        }
     }
 }
 

@@ -70,6 +70,7 @@ use serde_json::Value;
 
 use crate::error::{FoldError, Result};
 use facts::Facts;
+pub use facts::MessageFacts;
 use input::{Block, Message, Messages};
 use layout::Plan;
 use scan::len16;
@@ -195,21 +196,7 @@ impl Region {
     /// The region's model-visible text in UTF-16 units: user and assistant text, reasoning,
     /// tool-call arguments (as the JSON text the model wrote) and tool outputs.
     pub fn visible_chars(&self) -> usize {
-        fn blocks(bs: &[Block]) -> usize {
-            bs.iter()
-                .map(|b| match b {
-                    Block::Text { text } | Block::Reasoning { text } => len16(text),
-                    Block::ToolCall { arguments, .. } => match arguments {
-                        Value::String(s) => len16(s),
-                        Value::Null => 0,
-                        v => len16(&v.to_string()),
-                    },
-                    Block::ToolResult { content, .. } => blocks(content),
-                    Block::Other => 0,
-                })
-                .sum()
-        }
-        self.messages.iter().map(|m| blocks(&m.content)).sum()
+        self.messages.iter().map(visible_chars).sum()
     }
 
     /// Writes the report (see the module docs).
@@ -217,20 +204,85 @@ impl Region {
     /// # Errors
     /// `SHRINK` when the report's skeleton does not fit its limit.
     pub fn report(&self, options: &ReportOptions) -> Result<String> {
-        let visible = self.visible_chars();
-        let max_chars = options.max_chars.unwrap_or_else(|| default_max_chars(visible));
-        let limit = if visible == 0 {
-            max_chars
-        } else {
-            max_chars.min(visible - 1)
-        };
-        let facts = Facts::extract(&self.messages);
-        let plan = Plan::new(&facts, options.language, self.messages.len(), visible);
-        plan.render(limit).ok_or_else(|| {
-            FoldError::Shrink(format!(
-                "the extractive report cannot be shorter than the region: its skeleton needs more than {limit} \
-                 chars (region {visible} chars, maxChars {max_chars})"
-            ))
-        })
+        let facts: Vec<MessageFacts> = self.messages.iter().map(MessageFacts::of_message).collect();
+        report_of(&facts, options)
     }
+}
+
+/// A message's model-visible text in UTF-16 units (see [`Region::visible_chars`]).
+fn visible_chars(m: &Message) -> usize {
+    fn blocks(bs: &[Block]) -> usize {
+        bs.iter()
+            .map(|b| match b {
+                Block::Text { text } | Block::Reasoning { text } => len16(text),
+                Block::ToolCall { arguments, .. } => match arguments {
+                    Value::String(s) => len16(s),
+                    Value::Null => 0,
+                    v => len16(&v.to_string()),
+                },
+                Block::ToolResult { content, .. } => blocks(content),
+                Block::Other => 0,
+            })
+            .sum()
+    }
+    blocks(&m.content)
+}
+
+impl MessageFacts {
+    /// What one message (DSH's shape, as JSON: one element of what [`Region::parse`] reads)
+    /// contributes to a report: the scans of its text done once, kept for [`report_of`]
+    /// ([`MessageFacts::prepare`]d: nothing of its text is read again).
+    ///
+    /// # Errors
+    /// `INVALID_ARGUMENT` for anything but one DSH message.
+    pub fn parse(json: &str) -> Result<Self> {
+        match serde_json::from_str::<Message>(json) {
+            Ok(m) => {
+                let mut facts = Self::of_message(&m);
+                facts.prepare();
+                Ok(facts)
+            }
+            Err(e) => Err(FoldError::invalid(match serde_json::from_str::<de::IgnoredAny>(json) {
+                Err(syntax) => format!("message is not valid JSON: {syntax}"),
+                Ok(_) => format!("message must be one DSH message {{role, content: [blocks]}}: {e}"),
+            })),
+        }
+    }
+
+    fn of_message(m: &Message) -> Self {
+        Self::of(m, visible_chars(m))
+    }
+
+    /// Its model-visible text in UTF-16 units.
+    pub fn visible_chars(&self) -> usize {
+        self.visible
+    }
+}
+
+/// The report of a region given as its messages' facts, in order: the same bytes
+/// [`extractive_report`] writes for those messages, without reading their text again.
+///
+/// # Errors
+/// `SHRINK` when the report's skeleton does not fit its limit.
+pub fn report_of<'a, I>(messages: I, options: &ReportOptions) -> Result<String>
+where
+    I: IntoIterator<Item = &'a MessageFacts>,
+    I::IntoIter: Clone,
+{
+    let messages = messages.into_iter();
+    let (count, visible) = messages.clone().fold((0, 0), |(n, v), m| (n + 1, v + m.visible));
+    let max_chars = options.max_chars.unwrap_or_else(|| default_max_chars(visible));
+    let limit = if visible == 0 {
+        max_chars
+    } else {
+        max_chars.min(visible - 1)
+    };
+    let facts = Facts::merge(messages);
+    let plan = Plan::new(&facts, options.language, count, visible);
+    plan.render(limit).ok_or_else(|| {
+        FoldError::Shrink(format!(
+            "the extractive report cannot be shorter than the region: its skeleton needs more than {limit} \
+             chars (region {visible} chars, maxChars {max_chars})"
+        ))
+    })
 }

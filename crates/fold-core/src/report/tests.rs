@@ -541,3 +541,89 @@ fn english_and_chinese_keep_the_same_atoms_under_every_budget() {
         }
     }
 }
+
+/// Every region of the corpus: the fixtures and the recorded trajectories.
+fn corpus() -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = [("rust", RUST), ("node-zh", NODE_ZH), ("wide", WIDE)]
+        .into_iter()
+        .map(|(n, j)| (n.to_owned(), j.to_owned()))
+        .collect();
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../__test__/fixtures/trajectories");
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json") && !p.ends_with("sources.json"))
+        .collect();
+    names.sort();
+    for path in names {
+        out.push((format!("{path:?}"), std::fs::read_to_string(&path).unwrap()));
+    }
+    out
+}
+
+#[test]
+fn a_report_of_facts_read_message_by_message_is_the_report_of_the_region() {
+    // Whole regions and windows of them (a window may start with a result whose call is
+    // outside it, or end with a call whose result is): the facts of each message, read alone and
+    // kept (`prepare`d), make the same bytes as the region's JSON.
+    let mut compared = 0;
+    for (name, json) in corpus() {
+        let messages: Vec<serde_json::Value> = serde_json::from_str(&json).unwrap();
+        let mut windows = vec![(0, messages.len())];
+        windows.extend((0..messages.len()).step_by(5).map(|i| (i, (i + 9).min(messages.len()))));
+        for (a, b) in windows {
+            let window = &messages[a..b];
+            let region = serde_json::to_string(window).unwrap();
+            let facts: Vec<MessageFacts> = window
+                .iter()
+                .map(|m| MessageFacts::parse(&serde_json::to_string(m).unwrap()).unwrap())
+                .collect();
+            assert_eq!(
+                facts.iter().map(MessageFacts::visible_chars).sum::<usize>(),
+                Region::parse(&region).unwrap().visible_chars()
+            );
+            for language in [Language::En, Language::Zh] {
+                for max_chars in [None, Some(400), Some(3000)] {
+                    let o = ReportOptions { language, max_chars };
+                    let whole = extractive_report(&region, &o).map_err(|e| e.to_string());
+                    let merged = report_of(&facts, &o).map_err(|e| e.to_string());
+                    assert_eq!(merged, whole, "{name} [{a}..{b}] {language:?} {max_chars:?}");
+                    compared += 1;
+                }
+            }
+        }
+    }
+    assert!(compared > 2000, "{compared}");
+}
+
+#[test]
+fn message_facts_read_one_message_and_refuse_anything_else() {
+    let m = MessageFacts::parse(r#"{"role":"assistant","content":[{"type":"text","text":"héllo"}]}"#).unwrap();
+    assert_eq!(m.visible_chars(), 5);
+    for (json, what) in [
+        ("{", "message is not valid JSON"),
+        ("[]", "must be one DSH message"),
+        (r#"{"role":"robot","content":[]}"#, "unknown variant `robot`"),
+        (r#"{"content":[]}"#, "missing field `role`"),
+    ] {
+        let e = MessageFacts::parse(json).unwrap_err();
+        assert_eq!(e.code(), "INVALID_ARGUMENT", "{json}");
+        assert!(e.to_string().contains(what), "{json}: {e}");
+    }
+}
+
+#[test]
+fn a_search_without_a_path_argument_is_labelled_with_the_first_path_new_to_the_region() {
+    // The state the merge carries across messages: `src/a.rs` was named by an earlier message,
+    // so the search's target is the next path its arguments name, `src/b.rs`.
+    let out: String = (0..60).map(|i| format!("src/b.rs:{i}: fn main() {{}}\n")).collect();
+    let json = msgs(serde_json::json!([
+        { "role": "assistant", "content": [{ "type": "text", "text": "Start from src/a.rs." }] },
+        { "role": "assistant", "content": [
+            { "type": "tool-call", "id": "g", "name": "grep", "arguments": { "pattern": "fn main", "glob": "src/a.rs src/b.rs" } },
+        ] },
+        { "role": "user", "content": [{ "type": "tool-result", "toolCallId": "g", "content": [{ "type": "text", "text": out }] }] },
+    ]));
+    let r = roomy(&json, Language::En);
+    assert_has(&r, &["- grep fn main src/b.rs"]);
+}
