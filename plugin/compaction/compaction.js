@@ -35,8 +35,10 @@ import { CONTEXT_WINDOW_EXCEEDED_CODE, createUserMessage, errorChain } from '@de
 import { addon } from '../shared/addon.js'
 import { Config, budgets, policyFor, resolveConfig, summaryCap } from './config.js'
 import { liveCompaction } from '../shared/compaction-lock.js'
+import { eventLog } from '../shared/surface.js'
 import { openTurn } from './lock.js'
-import { OWN_MARKER, compactionSnapshot, describeSurface } from './snapshot.js'
+import { forgetReportFacts, warmReportFacts } from './report-facts.js'
+import { OWN_MARKER, compactionSnapshot, describeSurface, workSeqs } from './snapshot.js'
 import { composeSummary, llmSummary, routeOf } from './summary.js'
 
 export { Config }
@@ -127,6 +129,8 @@ export default class FoldCompactionEngine extends CompactionEngine {
   _warm(session) {
     try {
       describeSurface(session, this.config.blockToolName)
+      // The extractive summary condenses work runs from facts read once per message, here.
+      if (this.config.summarizer === 'extractive') warmReportFacts(session, workSeqs(session, this.config.blockToolName))
     } catch (error) {
       this.ctx.logger?.warn?.(`dsh-fold/compaction: describing the session failed: ${/** @type {Error} */ (error)?.message ?? error}`)
     }
@@ -154,9 +158,11 @@ export default class FoldCompactionEngine extends CompactionEngine {
    * @param {any} session @param {'pressure' | 'context-overflow' | 'manual'} trigger
    * @param {{thresholdTokens?: number, retainTokens?: number, contextWindow?: number}} pressure
    * @param {number[]} anchors
+   * @param {any} [measured] a `tokenMeter.measure(session)` already taken: reused while the log
+   *   has not grown since (the meter clones the whole surface at every call)
    */
-  _plan(session, trigger, pressure, anchors) {
-    const measurement = this.ctx.tokenMeter.measure(session)
+  _plan(session, trigger, pressure, anchors, measured) {
+    const measurement = measured?.logRevision === eventLog(session).length ? measured : this.ctx.tokenMeter.measure(session)
     const snapshot = compactionSnapshot(session, measurement, { anchors, blockToolName: this.config.blockToolName })
     const plan = addon.planCompaction(snapshot, {
       trigger,
@@ -202,6 +208,9 @@ export default class FoldCompactionEngine extends CompactionEngine {
     const info = await this.ctx.llm.resolveModelInfo(target.provider, target.model, signal)
     const targetKey = `${target.provider}/${target.model}`
     if (liveCompaction(session) !== undefined) throw new ManualCompactionError('busy', 'automatic pressure compaction: another compaction of this session is in progress')
+    // Read at every step boundary (each event once), so the bracket's owner is known at once
+    // when a compaction comes, not by reading every event since the last one.
+    openTurn(session)
     const contextWindow = info?.context?.contextWindow
     if (contextWindow === undefined) throw Object.assign(new Error(`dsh-fold/compaction: no context capacity for ${targetKey}; configure contextWindow on that adapter model`), { targetKey })
     let spec
@@ -210,18 +219,21 @@ export default class FoldCompactionEngine extends CompactionEngine {
     } catch (e) {
       throw Object.assign(/** @type {Error} */ (e), { targetKey })
     }
-    if (this.ctx.tokenMeter.measure(session).totalTokens < spec.thresholdTokens) return null
+    // The step boundary's common case, below the threshold, costs one measurement; above it,
+    // that measurement is the plan's too (taken again only if the log grew meanwhile).
+    let measured = this.ctx.tokenMeter.measure(session)
+    if (measured.totalTokens < spec.thresholdTokens) return null
     const anchors = await this._anchors(session)
     let result = null
     for (let attempt = 0; attempt <= policy.compactionRetries; attempt++) {
-      // The step boundary's common case, below the threshold, costs one measurement.
-      if (this.ctx.tokenMeter.measure(session).totalTokens < spec.thresholdTokens) return result
-      const { plan, measurement } = this._plan(session, 'pressure', { ...spec, contextWindow }, anchors)
+      const { plan, measurement } = this._plan(session, 'pressure', { ...spec, contextWindow }, anchors, measured)
+      if (measurement.totalTokens < spec.thresholdTokens) return result
       if (!plan) return result
       result = await this._transact(agent, plan, measurement, { owner: 'turn', trigger, signal, policy })
-      if (this.ctx.tokenMeter.measure(session).totalTokens < spec.thresholdTokens) return result
+      measured = this.ctx.tokenMeter.measure(session)
+      if (measured.totalTokens < spec.thresholdTokens) return result
     }
-    throw new Error(`compaction still above threshold after ${policy.compactionRetries + 1} compaction pass(es) (${this.ctx.tokenMeter.measure(session).totalTokens} estimated tokens >= threshold ${spec.thresholdTokens})`)
+    throw new Error(`compaction still above threshold after ${policy.compactionRetries + 1} compaction pass(es) (${measured.totalTokens} estimated tokens >= threshold ${spec.thresholdTokens})`)
   }
 
   /**
@@ -356,6 +368,7 @@ export default class FoldCompactionEngine extends CompactionEngine {
       })
       const endEvent = session.append('compaction/end', lifecycle)
       closed = true
+      forgetReportFacts(session, seqs)
       result = {
         compactionId,
         ...(sourceCommandId === undefined ? {} : { sourceCommandId }),

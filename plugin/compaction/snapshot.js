@@ -150,6 +150,18 @@ export function describeSurface(session, blockToolName = 'block_run_code') {
 }
 
 /**
+ * The surface nodes that are the agent's work (the runs a compaction condenses), in model order.
+ * @param {any} session @param {string} [blockToolName]
+ * @returns {Generator<number>}
+ */
+export function* workSeqs(session, blockToolName = 'block_run_code') {
+  let facts = cache.get(session)
+  if (!facts) cache.set(session, (facts = new SessionFacts()))
+  const log = eventLog(session)
+  for (const seq of session.surface.nodes) if (describe(facts, log, seq, blockToolName).source === SOURCE.work) yield seq
+}
+
+/**
  * The compaction snapshot of `session` now.
  * @param {any} session
  * @param {{nodes: readonly {seq: number, tokens: number}[]}} measurement DSH's `tokenMeter.measure(session)`

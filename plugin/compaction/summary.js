@@ -18,6 +18,7 @@ import { BlockAssembler, createUserMessage } from '@deepseek-ai/dsh-llm'
 import { addon } from '../shared/addon.js'
 import { eventLog, regionMessages } from '../shared/surface.js'
 import { programCallee, recallHint, recallToolName, splitRecallHint } from '../recall/hint.js'
+import { reportFactsOf } from './report-facts.js'
 
 export const OPEN_TAG = '<compacted-summary>'
 export const CLOSE_TAG = '</compacted-summary>'
@@ -128,10 +129,16 @@ export function composeSummary(ctx, session, plan, { compactionId, language, llm
         parts.push(`${t.work(first, last)}\n${t.tooSmall(item.end - item.start, how)}`)
         continue
       }
-      const messages = regionMessages(session, seqs.subarray(item.start - base, item.end - base))
+      // Each message's facts were read as it landed (report-facts.js): the run's text is not
+      // serialized or scanned again here.
+      const facts = []
+      for (const seq of seqs.subarray(item.start - base, item.end - base)) {
+        const f = reportFactsOf(session, seq)
+        if (f) facts.push(f)
+      }
       let report
       try {
-        report = addon.extractiveReport(JSON.stringify(messages), { language, maxChars: Math.max(1, item.maxChars ?? 0) })
+        report = addon.extractiveReportOf(facts, { language, maxChars: Math.max(1, item.maxChars ?? 0) })
       } catch (e) {
         if (/** @type {any} */ (e)?.code !== 'SHRINK') throw e
         report = t.tooSmall(item.end - item.start, how)
