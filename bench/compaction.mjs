@@ -150,7 +150,9 @@ async function run(backend, turns, window) {
   for (const t of turns) for (const [id, r] of t.results) results.set(id, r)
   const names = new Set(turns.flatMap((t) => t.replies.flatMap((r) => (r.calls ?? []).map((/** @type {any} */ c) => c.name))))
   const store = path.join(mkdtempSync(path.join(tmpdir(), 'dsh-fold-bench-compaction-')), 'checkpoint.json')
-  const Timed = timed(backend === 'fold' ? FoldCompaction : BasicCompactionEngine, events)
+  /** @type {number[]} */
+  const warm = []
+  const Timed = timed(backend === 'fold' ? FoldCompaction : BasicCompactionEngine, events, warm)
   const root = await bootHost({
     model,
     backend: 'none',
@@ -186,7 +188,7 @@ async function run(backend, turns, window) {
   const compactions = await grade(root, session, events, window, turns)
   const summaryTokens = model.summaryRequests.map((o) => requestTokens(root, o))
   await root.dispose?.()
-  return { compactions, events, modelCalls: model.summaryRequests.length, summaryRequestTokens: summaryTokens, surfaceTokens: root.tokenMeter?.measure?.(session)?.totalTokens }
+  return { compactions, events, warm, modelCalls: model.summaryRequests.length, summaryRequestTokens: summaryTokens, surfaceTokens: root.tokenMeter?.measure?.(session)?.totalTokens }
 }
 
 /** What DSH's meter prices a request at: system + tools + messages. @param {any} root @param {any} options */
@@ -236,10 +238,17 @@ timePart(LlmRuntime.prototype, 'resolveModelInfo', 'modelInfo')
 /**
  * The backend class with every `compactIfNeeded` that compacted timed and described: the
  * checkpoint mark active and the block in progress then, how many compactions it made.
- * @param {any} Base @param {any[]} events
+ * @param {any} Base @param {any[]} events @param {number[]} warm each `_warm`'s time (ours)
  */
-function timed(Base, events) {
+function timed(Base, events, warm) {
   return class extends Base {
+    /** Per-step work outside compactions (ours: describing new nodes, reading new messages' report facts). */
+    _warm(/** @type {any} */ session) {
+      const t0 = now()
+      super._warm(session)
+      warm.push(now() - t0)
+    }
+
     async compactIfNeeded(/** @type {any} */ agent, /** @type {any} */ trigger, /** @type {any} */ signal) {
       const session = agent.session
       const before = eventLog(session).length
@@ -376,6 +385,8 @@ for (const r of RUNS) {
         meter: stats(pressure.map((p) => p.meter)),
         modelInfo: stats(pressure.map((p) => p.modelInfo)),
       },
+      // The per-step preparation it moves out of the compaction (ours only).
+      warmMs: backend === 'fold' ? stats(res.warm) : undefined,
       modelCalls: res.modelCalls,
       summaryRequestTokens: stats(res.summaryRequestTokens),
       facts: {
