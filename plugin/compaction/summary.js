@@ -73,6 +73,11 @@ export function checkpointBody(text) {
   return splitRecallHint(inner.trim()).body.trim()
 }
 
+/** The note a carried work heading ends with (once: a heading carried again keeps one). */
+const CARRIED_NOTE = { en: ' (condensed earlier; recall returns its lines)', zh: '（之前已压缩；recall 可取回原文）' }
+/** Every note already at the end of a heading, in either language. */
+const CARRIED_NOTES = /(?: \(condensed earlier; recall returns its lines\)|（之前已压缩；recall 可取回原文）)+$/
+
 /** Headings of condensed tool work in our summaries (both languages, extractive and llm). */
 const WORK_HEADING = /^### (Tool work \(seq|工具操作（seq|The work in this span|此区间工作的总结)/
 
@@ -86,10 +91,10 @@ const WORK_HEADING = /^### (Tool work \(seq|工具操作（seq|The work in this 
  */
 export function carriedText(text, language = 'en') {
   const body = checkpointBody(text)
-  const note = language === 'zh' ? '（之前已压缩；recall 可取回原文）' : ' (condensed earlier; recall returns its lines)'
   const parts = body.split(/\n(?=### )/)
-  return parts.map((part) => (WORK_HEADING.test(part) ? `${part.split('\n', 1)[0]}${note}` : part)).join('\n')
+  return parts.map((part) => (WORK_HEADING.test(part) ? `${part.split('\n', 1)[0].replace(CARRIED_NOTES, '')}${CARRIED_NOTE[language]}` : part)).join('\n')
 }
+
 
 /**
  * @typedef {object} Composed

@@ -1,0 +1,43 @@
+/**
+ * What a later compaction carries of an earlier checkpoint of ours (`carriedText`): its user
+ * messages and model-written parts as written, each condensed tool-work part as its heading and
+ * one note that recall returns it — the same text however many times it is carried again, so a
+ * long session's checkpoints do not grow with every pass.
+ */
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+
+import { CLOSE_TAG, OPEN_TAG, carriedText } from '../../plugin/compaction/summary.js'
+
+/** A checkpoint's text around `body`, as composeSummary frames it. @param {string} body */
+const checkpoint = (body) => `This is a checkpoint of the earlier conversation.\n\n${OPEN_TAG}\n${body}\n${CLOSE_TAG}`
+
+const BODY = [
+  '### User message (seq 4)\nFix the checksum in src/p.rs.',
+  '### Tool work (seq 5–61), condensed\n## Findings\n- $ cargo test → exit 1\n  - error: checksum mismatch',
+  '### Your rewind report 2 (seq 88)\n## Findings\n- the report as written',
+  '### Tool work (seq 89–120), condensed\n## Findings\n- $ cargo build → ok',
+].join('\n\n')
+
+describe('carriedText', () => {
+  it('is the same text however many times a checkpoint is carried again', () => {
+    for (const language of /** @type {const} */ (['en', 'zh'])) {
+      const once = carriedText(checkpoint(BODY), language)
+      const twice = carriedText(checkpoint(once), language)
+      const thrice = carriedText(checkpoint(twice), language)
+      assert.equal(twice, once, language)
+      assert.equal(thrice, once, language)
+    }
+    // A checkpoint written in one language and carried in the other keeps one note.
+    const zhThenEn = carriedText(checkpoint(carriedText(checkpoint(BODY), 'zh')), 'en')
+    assert.equal(zhThenEn, carriedText(checkpoint(BODY), 'en'))
+  })
+
+  it('keeps the user\'s words and the reports, and reduces condensed work to its heading and a note', () => {
+    const once = carriedText(checkpoint(BODY))
+    assert.match(once, /### User message \(seq 4\)\nFix the checksum in src\/p\.rs\./)
+    assert.match(once, /### Your rewind report 2 \(seq 88\)\n## Findings\n- the report as written/)
+    assert.match(once, /^### Tool work \(seq 5–61\), condensed \(condensed earlier; recall returns its lines\)$/m)
+    assert.doesNotMatch(once, /cargo test/)
+  })
+})
