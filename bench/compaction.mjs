@@ -316,7 +316,9 @@ async function grade(root, session, pressure, window, turns) {
     if (process.env.BENCH_MISSING) {
       const { missing } = await import('../bin/report-facts.mjs')
       const gone = missing(text, facts)
-      if (gone.paths.length + gone.commands.length) console.error('MISSING', e.seq, JSON.stringify(e.data.summary?.[0]?.text?.length), JSON.stringify({ ...gone, errors: gone.errors.slice(0, 3) }).slice(0, 600), 'items', JSON.stringify(replacement.data.source.foldCompaction?.items), 'degraded', replacement.data.source.foldCompaction?.degraded)
+      // BENCH_MISSING=<file>: every compaction's whole record (its text, what it missed) as a JSON line.
+      if (process.env.BENCH_MISSING !== '1') (await import('node:fs')).appendFileSync(process.env.BENCH_MISSING, `${JSON.stringify({ seq: e.seq, text, gone, totals: { paths: facts.paths.length, commands: facts.commands.length, errors: facts.errors.length }, range: e.data.shadowedTokenCount, fold: replacement.data.source.foldCompaction })}\n`)
+      else if (gone.paths.length + gone.commands.length) console.error('MISSING', e.seq, JSON.stringify(e.data.summary?.[0]?.text?.length), JSON.stringify({ ...gone, errors: gone.errors.slice(0, 3) }).slice(0, 600), 'items', JSON.stringify(replacement.data.source.foldCompaction?.items), 'degraded', replacement.data.source.foldCompaction?.degraded)
     }
     const verbatimKept = verbatim.filter((v) => text.includes(v.text.slice(0, Math.min(v.text.length, 2000)))).length
     // Recall: every verbatim item and a sample of facts, by this compaction's id.

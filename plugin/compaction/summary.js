@@ -95,7 +95,6 @@ export function carriedText(text, language = 'en') {
   return parts.map((part) => (WORK_HEADING.test(part) ? `${part.split('\n', 1)[0].replace(CARRIED_NOTES, '')}${CARRIED_NOTE[language]}` : part)).join('\n')
 }
 
-
 /**
  * @typedef {object} Composed
  * @property {string} text the replacement's whole text
