@@ -92,6 +92,11 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 export declare class ReportFacts {
   /** The message's model-visible text in UTF-16 units. */
   get visibleChars(): number
+  /**
+   * The chars a report takes to copy what the message names (its calls' labels, error lines
+   * and paths, as if no other message named them): an upper bound of its share of a report.
+   */
+  get factChars(): number
 }
 
 /** What a summary of `closed` replaces right now. */
@@ -120,9 +125,10 @@ export interface CompactionItem {
   chars: number
   /**
    * `verbatim`, `cut` (head and tail kept), `condense` (the extractive report, at most
-   * `maxChars`) or `pointer` (one line; recall returns it).
+   * `maxChars`), `trim` (an earlier checkpoint of ours in at most `maxChars`: its oldest
+   * carried reports as pointers) or `pointer` (one line; recall returns it).
    */
-  treatment: 'verbatim' | 'cut' | 'condense' | 'pointer'
+  treatment: 'verbatim' | 'cut' | 'condense' | 'trim' | 'pointer'
   head?: number
   tail?: number
   maxChars?: number

@@ -123,7 +123,8 @@ describe('recall config and arguments', () => {
     const huge = 'z'.repeat(1_000_000)
     const keys = Object.fromEntries(Array.from({ length: 100_000 }, (_, i) => [`k${i}${'w'.repeat(50)}`, 1]))
     for (const [what, bad, message] of /** @type {const} */ ([
-      ['100,000 unknown keys', keys, /^INVALID_ARGUMENT: unknown arguments "k0w+…, .* and 99988 more; use fold, block, query, around\.$/],
+      ['100,000 unknown keys', keys, /^INVALID_ARGUMENT: unknown arguments "k0w+…, .* and 99988 more; use fold, block, compaction, query, around\.$/],
+      ['a compaction id of a million chars', { compaction: huge }, /^INVALID_ARGUMENT: compaction must be a compaction id or "latest", got "z{39}…\.$/],
       ['a fold of a million chars', { fold: huge }, /^INVALID_ARGUMENT: fold must be a mark id .*, got "z{39}…\.$/],
       ['a fold that is a huge array', { fold: new Array(100_000).fill(7) }, /got \[7,7,7.*…\.$/],
       ['a block id of a million chars', { block: huge }, /^INVALID_ARGUMENT: block "z{39}… is 1000000 characters long; a block id has at most 256\.$/],

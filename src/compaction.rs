@@ -40,8 +40,9 @@ pub struct CompactionItem {
     /// Visible chars of the item as it stands.
     pub chars: f64,
     /// `verbatim`, `cut` (head and tail kept), `condense` (the extractive report, at most
-    /// `maxChars`) or `pointer` (one line; recall returns it).
-    #[napi(ts_type = "'verbatim' | 'cut' | 'condense' | 'pointer'")]
+    /// `maxChars`), `trim` (an earlier checkpoint of ours in at most `maxChars`: its oldest
+    /// carried reports as pointers) or `pointer` (one line; recall returns it).
+    #[napi(ts_type = "'verbatim' | 'cut' | 'condense' | 'trim' | 'pointer'")]
     pub treatment: String,
     pub head: Option<u32>,
     pub tail: Option<u32>,
@@ -207,6 +208,7 @@ fn to_js(plan: compaction::Plan) -> CompactionPlan {
                 Treatment::Verbatim => ("verbatim", None, None, None),
                 Treatment::Cut { head, tail } => ("cut", Some(head), Some(tail), None),
                 Treatment::Condense { max_chars } => ("condense", None, None, Some(max_chars)),
+                Treatment::Trim { max_chars } => ("trim", None, None, Some(max_chars)),
                 Treatment::Pointer => ("pointer", None, None, None),
             };
             CompactionItem {

@@ -110,6 +110,13 @@ impl ReportFacts {
     pub fn visible_chars(&self) -> f64 {
         self.facts.visible_chars() as f64
     }
+
+    /// The chars a report takes to copy what the message names (its calls' labels, error lines
+    /// and paths, as if no other message named them): an upper bound of its share of a report.
+    #[napi(getter)]
+    pub fn fact_chars(&self) -> f64 {
+        self.facts.fact_chars() as f64
+    }
 }
 
 /// Reads one message (DSH's shape, as JSON) for `extractiveReportOf`.

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 
-import { CLOSE_TAG, OPEN_TAG, carriedText } from '../../plugin/compaction/summary.js'
+import { CLOSE_TAG, OPEN_TAG, carriedCore, carriedText, trimmedCarried } from '../../plugin/compaction/summary.js'
 
 /** A checkpoint's text around `body`, as composeSummary frames it. @param {string} body */
 const checkpoint = (body) => `This is a checkpoint of the earlier conversation.\n\n${OPEN_TAG}\n${body}\n${CLOSE_TAG}`
@@ -39,5 +39,31 @@ describe('carriedText', () => {
     assert.match(once, /### Your rewind report 2 \(seq 88\)\n## Findings\n- the report as written/)
     assert.match(once, /^### Tool work \(seq 5–61\), condensed \(condensed earlier; recall returns its lines\)$/m)
     assert.doesNotMatch(once, /cargo test/)
+  })
+})
+
+describe('trimmedCarried (the policy\'s `trim`)', () => {
+  const REPORT = (/** @type {number} */ n) => `### Your rewind report ${n} (seq ${n * 100})\n## Findings\n${'- a finding of report ' + n + '\n'}`.repeat(1) + '- detail\n'.repeat(60)
+  const LONG = checkpoint(['### User message (seq 4)\nFix the checksum.', REPORT(1), '### Tool work (seq 5–61), condensed\n## Findings\n- x', REPORT(2), '### User message (seq 300)\nNow the docs.', REPORT(3)].join('\n\n'))
+
+  it('turns the oldest carried reports into pointers, only as many as the room requires', () => {
+    const whole = carriedText(LONG)
+    assert.equal(trimmedCarried(LONG, 'en', whole.length), whole)
+    const oneLess = trimmedCarried(LONG, 'en', whole.length - 1)
+    assert.ok(oneLess.length <= whole.length - 1)
+    assert.match(oneLess, /^Your rewind report 1 \(seq 100\): \d+ chars, carried by an earlier checkpoint and left out here for space; recall returns it\.$/m)
+    assert.match(oneLess, /### Your rewind report 2 \(seq 200\)\n## Findings/, 'a newer report was trimmed before the oldest')
+    assert.match(oneLess, /### Your rewind report 3 \(seq 300\)\n## Findings/)
+  })
+
+  it('keeps the user\'s words at its core, every carried report a pointer', () => {
+    const core = carriedCore(LONG)
+    assert.match(core, /### User message \(seq 4\)\nFix the checksum\./)
+    assert.match(core, /### User message \(seq 300\)\nNow the docs\./)
+    assert.doesNotMatch(core, /## Findings\n- a finding/)
+    assert.equal(core.match(/left out here for space/g)?.length, 3)
+    // No budget below the core: what is left is the user's words and the headings.
+    assert.equal(trimmedCarried(LONG, 'en', 10), core)
+    assert.match(carriedCore(LONG, 'zh'), /由更早的检查点带入，因篇幅在此省略/)
   })
 })

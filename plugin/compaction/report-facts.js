@@ -6,7 +6,8 @@
  *
  * Contract: `reportFactsOf(session, seq)` is the addon's `ReportFacts` of the message event `seq`
  * derives (`session.deriveEventMessage`, the message a region's report reads), or `null` for an
- * event that derives none; computed on first use and kept per session. `warmReportFacts` computes
+ * event that derives none; computed on first use and kept per session, with its `factChars`
+ * (what the policy sizes a run's report by: `knownFactChars`, for the facts already read). `warmReportFacts` computes
  * the ones a later compaction may need — the work nodes on the surface — and is called after each
  * step, outside any append. `forgetReportFacts` drops the facts of nodes a compaction replaced
  * (they are never on the surface again), so what is kept is bounded by the surface.
@@ -17,7 +18,13 @@
 import { addon } from '../shared/addon.js'
 import { eventLog } from '../shared/surface.js'
 
-/** @type {WeakMap<object, Map<number, import('../../index.js').ReportFacts | null>>} */
+/**
+ * @typedef {{facts: import('../../index.js').ReportFacts, factChars: number}} Read a message's
+ *   report facts, and the chars a report takes to copy what it names (read once: a getter call
+ *   crosses into the addon)
+ */
+
+/** @type {WeakMap<object, Map<number, Read | null>>} */
 const cache = new WeakMap()
 
 /** @param {any} session */
@@ -28,18 +35,36 @@ function factsOf(session) {
 }
 
 /**
- * The report facts of the message event `seq` derives, or `null` when it derives none.
+ * The message event `seq` derives, read for the report, or `null` when it derives none.
  * @param {any} session @param {number} seq
+ * @returns {Read | null}
  */
-export function reportFactsOf(session, seq) {
+function read(session, seq) {
   const facts = factsOf(session)
   let f = facts.get(seq)
   if (f === undefined) {
     const message = session.deriveEventMessage(eventLog(session)[seq])
-    f = message ? addon.reportFacts(JSON.stringify(message)) : null
+    const handle = message ? addon.reportFacts(JSON.stringify(message)) : null
+    f = handle ? { facts: handle, factChars: handle.factChars } : null
     facts.set(seq, f)
   }
   return f
+}
+
+/**
+ * The report facts of the message event `seq` derives, or `null` when it derives none.
+ * @param {any} session @param {number} seq
+ */
+export const reportFactsOf = (session, seq) => read(session, seq)?.facts ?? null
+
+/**
+ * The fact chars of `seq`'s message when its facts were read already (`undefined` otherwise:
+ * the snapshot does not read messages), 0 for an event that derives no message.
+ * @param {any} session @param {number} seq
+ */
+export function knownFactChars(session, seq) {
+  const f = cache.get(session)?.get(seq)
+  return f === undefined ? undefined : (f?.factChars ?? 0)
 }
 
 /**
@@ -48,7 +73,7 @@ export function reportFactsOf(session, seq) {
  */
 export function warmReportFacts(session, seqs) {
   const facts = factsOf(session)
-  for (const seq of seqs) if (!facts.has(seq)) reportFactsOf(session, seq)
+  for (const seq of seqs) if (!facts.has(seq)) read(session, seq)
 }
 
 /**

@@ -4,7 +4,9 @@
  * documented in `crates/fold-core/src/compaction.rs`): per node, its kind, where it came from
  * (the agent's work, the user, a rewind report, a block summary, an earlier compaction summary
  * of ours or of another backend), its token price from DSH's meter, its visible chars, its call
- * links and its block ids; and the anchors of the active checkpoint marks.
+ * links and its block ids, a work node's fact chars (when its report facts were read,
+ * report-facts.js) and an earlier checkpoint's core; and the anchors of the active checkpoint
+ * marks.
  *
  * What a node *is* derives from its immutable event, so each event is described once and cached
  * per session; a snapshot costs one pass over the surface. The session mirror (DESIGN § Round 3)
@@ -14,7 +16,8 @@ import { isCompactCheckpointSource } from '@deepseek-ai/dsh-compaction'
 
 import { visibleChars } from '../shared/meter.js'
 import { eventLog, isRewindReportSource } from '../shared/surface.js'
-import { carriedText } from './summary.js'
+import { knownFactChars } from './report-facts.js'
+import { carriedCore, carriedText } from './summary.js'
 
 /** @param {any} message */
 const textOf = (message) =>
@@ -23,7 +26,8 @@ const textOf = (message) =>
     .map((/** @type {any} */ b) => b.text)
     .join('')
 
-const FORMAT = 3
+const FORMAT = 4
+const NODE_WORDS = 9
 const KIND = { other: 0, user: 1, assistant: 2, toolResult: 3 }
 export const SOURCE = Object.freeze({ work: 0, user: 1, rewindReport: 2, blockSummary: 3, compactionSummary: 4, foreignSummary: 5 })
 
@@ -39,6 +43,7 @@ export const isOwnCheckpointSource = (source) => isCompactCheckpointSource(sourc
  * @property {number} source
  * @property {number} origin
  * @property {number} chars
+ * @property {number} core our earlier checkpoint: its chars with what it carried as pointers; else `chars`
  * @property {number} link assistant: calls opened; tool result: 1 + opener seq (0 unknown)
  * @property {string[]} blocks block ids (assistant: its block calls'; block summary: carried)
  */
@@ -86,12 +91,17 @@ function describe(facts, log, seq, blockToolName) {
     if (Number.isInteger(start) && start < seq && log[start]) origin = Math.min(origin, describe(facts, log, start, blockToolName).origin)
   }
   /** @type {EventFacts} */
-  const out = { kind: KIND.other, source: sourceOf(event), origin, chars: 0, link: 0, blocks: [] }
+  const out = { kind: KIND.other, source: sourceOf(event), origin, chars: 0, core: 0, link: 0, blocks: [] }
   switch (event.type) {
     case 'user/message':
       out.kind = KIND.user
-      // Our own earlier checkpoint weighs what a later one carries of it (summary.js).
-      out.chars = out.source === SOURCE.compactionSummary ? carriedText(textOf(event.data)).length : visibleChars(event.data?.content)
+      // Our own earlier checkpoint weighs what a later one carries of it (summary.js): whole, or
+      // at its core (its carried reports as pointers).
+      if (out.source === SOURCE.compactionSummary) {
+        const text = textOf(event.data)
+        out.chars = carriedText(text).length
+        out.core = Math.min(out.chars, carriedCore(text).length)
+      } else out.chars = visibleChars(event.data?.content)
       if (out.source === SOURCE.blockSummary) out.blocks = strings(event.data.source.blockPtc?.remaining)
       break
     case 'assistant/message': {
@@ -115,6 +125,7 @@ function describe(facts, log, seq, blockToolName) {
       break
     }
   }
+  if (out.source !== SOURCE.compactionSummary) out.core = out.chars
   facts.bySeq.set(seq, out)
   return out
 }
@@ -181,7 +192,7 @@ export function compactionSnapshot(session, measurement, options = {}) {
   const sets = []
   /** @type {Map<string, number>} */
   const setIndex = new Map()
-  const words = new Uint32Array(5 + anchors.length + nodes.length * 7)
+  const words = new Uint32Array(5 + anchors.length + nodes.length * NODE_WORDS)
   words.set([FORMAT, log.length, 0, nodes.length, anchors.length])
   words.set(anchors, 5)
   let w = 5 + anchors.length
@@ -211,7 +222,11 @@ export function compactionSnapshot(session, measurement, options = {}) {
     words[w + 4] = Math.min(priced[i].tokens, 0xffff_ffff)
     words[w + 5] = f.chars
     words[w + 6] = set
-    w += 7
+    // A work node's fact chars, when its report facts were read after its step (0: unknown).
+    const factChars = f.source === SOURCE.work ? knownFactChars(session, seq) : undefined
+    words[w + 7] = factChars === undefined ? 0 : Math.min(factChars, 0xffff_fffd) + 1
+    words[w + 8] = f.core
+    w += NODE_WORDS
   }
   const tail = [sets.length]
   for (const s of sets) tail.push(s.length, ...s)

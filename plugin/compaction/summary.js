@@ -37,6 +37,7 @@ const TEXT = {
     pointer: (/** @type {string} */ what, /** @type {number} */ chars, /** @type {string} */ how) => `${what}: ${chars} chars, left out of this checkpoint for space${how}.`,
     tooSmall: (/** @type {number} */ steps, /** @type {string} */ how) => `${steps} messages of tool work, too long to condense in the space left${how}.`,
     how: (/** @type {string} */ call) => `; \`${call}\` returns it`,
+    carried: (/** @type {string} */ what, /** @type {number} */ chars) => `${what}: ${chars} chars, carried by an earlier checkpoint and left out here for space; recall returns it.`,
   },
   zh: {
     preamble:
@@ -51,6 +52,7 @@ const TEXT = {
     pointer: (/** @type {string} */ what, /** @type {number} */ chars, /** @type {string} */ how) => `${what}：${chars} 个字符，因篇幅未放入此检查点${how}。`,
     tooSmall: (/** @type {number} */ steps, /** @type {string} */ how) => `${steps} 条工具操作消息，剩余篇幅不足以压缩${how}。`,
     how: (/** @type {string} */ call) => `；\`${call}\` 可取回原文`,
+    carried: (/** @type {string} */ what, /** @type {number} */ chars) => `${what}：${chars} 个字符，由更早的检查点带入，因篇幅在此省略；recall 可取回原文。`,
   },
 }
 
@@ -95,10 +97,41 @@ export function carriedText(text, language = 'en') {
   return parts.map((part) => (WORK_HEADING.test(part) ? `${part.split('\n', 1)[0].replace(CARRIED_NOTES, '')}${CARRIED_NOTE[language]}` : part)).join('\n')
 }
 
+/** Carried parts that a trimmed checkpoint may leave to recall: the model's reports and
+ * summaries and another backend's checkpoints (never the user's words). */
+const TRIMMABLE = /^### (Your rewind report|Your block summary|Earlier checkpoint|你的 rewind 报告|你的区块总结|更早的检查点)/
+
+/**
+ * What a later compaction carries of an earlier checkpoint of ours in at most `maxChars` (rule 6
+ * of the policy, `trim`): `carriedText`, with its carried reports and summaries, oldest first,
+ * each as a one-line pointer until it fits (`maxChars` undefined: all of them).
+ * @param {string} text @param {'en' | 'zh'} [language] @param {number} [maxChars]
+ */
+export function trimmedCarried(text, language = 'en', maxChars = 0) {
+  const t = TEXT[language] ?? TEXT.en
+  const parts = carriedText(text, language).split(/\n(?=### )/)
+  let length = parts.reduce((n, p) => n + p.length, 0) + parts.length - 1
+  for (let i = 0; i < parts.length && length > maxChars; i++) {
+    if (!TRIMMABLE.test(parts[i])) continue
+    const pointer = t.carried(parts[i].split('\n', 1)[0].replace(/^### /, ''), parts[i].length)
+    if (pointer.length >= parts[i].length) continue
+    length += pointer.length - parts[i].length
+    parts[i] = pointer
+  }
+  return parts.join('\n')
+}
+
+/**
+ * An earlier checkpoint's core: what it carries with every carried report and summary as a
+ * pointer (the least a trimmed checkpoint takes).
+ * @param {string} text @param {'en' | 'zh'} [language]
+ */
+export const carriedCore = (text, language = 'en') => trimmedCarried(text, language, 0)
+
 /**
  * @typedef {object} Composed
  * @property {string} text the replacement's whole text
- * @property {{verbatim: number, cut: number, condensed: number, pointers: number}} counts items by treatment
+ * @property {{verbatim: number, cut: number, condensed: number, trimmed: number, pointers: number}} counts items by treatment
  */
 
 /**
@@ -118,7 +151,7 @@ export function composeSummary(ctx, session, plan, { compactionId, language, llm
   const tool = recallToolName(ctx)
   const args = `{"compaction": ${JSON.stringify(compactionId)}, "query": "…"}`
   const how = tool === undefined ? '' : t.how(program ? `await ${programCallee(tool)}(${args})` : `${tool}(${args})`)
-  const counts = { verbatim: 0, cut: 0, condensed: 0, pointers: 0 }
+  const counts = { verbatim: 0, cut: 0, condensed: 0, trimmed: 0, pointers: 0 }
   /** @type {string[]} */
   const parts = []
   if (llmText !== undefined) parts.push(`${t.llmWork}\n${llmText.trim()}`)
@@ -164,6 +197,11 @@ export function composeSummary(ctx, session, plan, { compactionId, language, llm
     if (item.treatment === 'pointer') {
       counts.pointers++
       parts.push(t.pointer(heading.replace(/^### /, ''), text.length, how))
+      continue
+    }
+    if (item.treatment === 'trim') {
+      counts.trimmed++
+      parts.push(trimmedCarried(text, language, item.maxChars ?? 0))
       continue
     }
     if (item.treatment === 'cut') {

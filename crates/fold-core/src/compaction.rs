@@ -44,13 +44,23 @@
 //!    tool work) is one item *condensed* by the native extractive report.
 //! 6. **Budget.** The summary's body may take `max_summary_tokens`, and under pressure no more
 //!    than what brings the request under the threshold: `threshold - 1 - (total - range)`, less a
-//!    tenth for the estimate's error. Verbatim items come first; the work reports share what is
-//!    left, each at most its natural size ([`default_max_chars`]), at least
-//!    [`MIN_WORK_CHARS`]; with room to spare, up to half again its natural size (the report
-//!    keeps more of its lowest-priority facts). A cut *relieves* when its verbatim items and the smallest work reports
-//!    fit. When the chosen cut's do not, items degrade to a one-line pointer (recall returns
-//!    them whole), in this order: earlier compaction summaries, then rewind reports and block
-//!    summaries, then user messages, then work runs, oldest first; the plan counts them.
+//!    tenth for the estimate's error. The range's own verbatim items come first, and an earlier
+//!    checkpoint of ours at its *core* (what it carries of the user's words, and each report or
+//!    summary it carried as a one-line pointer). Then the facts of the new work: each work report
+//!    gets up to its *need* — the chars its named paths, commands and error lines take (the sum
+//!    over its messages of what the extractive report would copy of them, an upper bound, plus
+//!    the report's skeleton), at least [`MIN_WORK_CHARS`], at most its visible size; its natural
+//!    size ([`default_max_chars`]) when the host does not say — shared in proportion when the
+//!    room is short. Then the earlier checkpoint gets back what it carried (it is *trimmed*,
+//!    its oldest carried reports becoming pointers, only as far as the room requires). Last,
+//!    with room to spare, each work report may grow to half again its natural size (the report
+//!    keeps more of its lowest-priority facts). So a long session's carried prose yields to the
+//!    new range's facts, never the other way round. A cut *relieves* when its verbatim items
+//!    (an earlier checkpoint of ours at its core) and the smallest work reports fit. When the
+//!    chosen cut's do not, items degrade to a one-line pointer (recall returns them whole), in
+//!    this order: earlier compaction summaries, then rewind reports and block summaries, then
+//!    user messages, then work runs, oldest first; the plan counts them (a trimmed checkpoint
+//!    too). `/compact` never trims nor degrades.
 //!
 //! Prices are the host's (DSH's token meter: 4 chars a token plus framing); the plan's size
 //! estimates use the same density.
@@ -63,9 +73,9 @@ use crate::report::default_max_chars;
 use crate::surface::{kind_and_link, Kind, Link, Linked, Pairing};
 
 /// The snapshot format's version word.
-pub const FORMAT: u32 = 3;
+pub const FORMAT: u32 = 4;
 const HEADER_WORDS: usize = 5;
-const NODE_WORDS: usize = 7;
+const NODE_WORDS: usize = 9;
 const KIND_BITS: u32 = 0b11;
 const SOURCE_SHIFT: u32 = 2;
 const SOURCE_BITS: u32 = 0b111 << SOURCE_SHIFT;
@@ -80,6 +90,9 @@ pub const ITEM_HEADER_CHARS: u64 = 48;
 pub const MIN_WORK_CHARS: u64 = 400;
 /// A pointer line.
 pub const POINTER_CHARS: u64 = 160;
+/// A work report's fixed text around its facts: section headings, the counts line, the closing
+/// line saying what was left out.
+pub const REPORT_SKELETON_CHARS: u64 = 320;
 /// The marker between a cut paste's head and tail.
 pub const CUT_MARKER_CHARS: u64 = 160;
 
@@ -180,6 +193,13 @@ pub struct CompactionNode {
     /// The node's block id set (index into the snapshot's sets): an assistant node's
     /// `block_run_code` ids, a block summary's carried ids.
     pub set: Option<u32>,
+    /// Work nodes: the chars the extractive report would copy of the node's named paths,
+    /// commands and error lines (an upper bound: repeats across nodes count each time), when
+    /// the host knows it (rule 6).
+    pub facts: Option<u32>,
+    /// An earlier compaction summary of ours: its chars with every report and summary it carries
+    /// as a one-line pointer (its core, rule 6); any other node: `chars`.
+    pub core: u32,
 }
 
 impl CompactionNode {
@@ -195,6 +215,8 @@ impl CompactionNode {
             opens: 0,
             opener: None,
             set: None,
+            facts: None,
+            core: chars,
         }
     }
 }
@@ -245,6 +267,15 @@ impl CompactionSurface {
                     )));
                 }
             }
+            if node.core > node.chars || (node.core < node.chars && node.source != Source::CompactionSummary) {
+                return Err(bad(format!(
+                    "node {i}: core {} of {} chars (only an earlier compaction summary has a smaller core)",
+                    node.core, node.chars
+                )));
+            }
+            if node.facts.is_some() && node.source != Source::Work {
+                return Err(bad(format!("node {i}: only work nodes carry fact sizes")));
+            }
             if node.source != Source::Work && node.kind != Kind::User {
                 return Err(bad(format!(
                     "node {i}: a {:?} node cannot be a {}",
@@ -269,14 +300,16 @@ impl CompactionSurface {
     /// Decodes the flat snapshot the plugin writes:
     ///
     /// ```text
-    /// [0] FORMAT (= 3)   [1] eventCount   [2] flags (0)   [3] N nodes   [4] A active mark anchors
+    /// [0] FORMAT (= 4)   [1] eventCount   [2] flags (0)   [3] N nodes   [4] A active mark anchors
     /// [..] A anchors (log lengths)
-    /// [..] N nodes, 7 words each: seq, meta, link, origin, tokens, chars, set
+    /// [..] N nodes, 9 words each: seq, meta, link, origin, tokens, chars, set, facts, core
     ///      meta: bits 0-1 kind (0 other, 1 user, 2 assistant, 3 tool result);
     ///            bits 2-4 source (0 work, 1 user, 2 rewind report, 3 block summary,
     ///            4 compaction summary, 5 another backend's compaction summary)
     ///      link: as snapshot v1 (assistant: calls opened; result: 1 + opener seq, 0 unknown)
     ///      set:  0 none; k >= 1: block id set k-1
+    ///      facts: 0 unknown; f >= 1: a work node's fact chars f-1
+    ///      core: an earlier compaction summary of ours: its core chars (<= chars); else = chars
     /// [..] S sets, each: its length L >= 1, then L block numbers
     /// ```
     ///
@@ -284,7 +317,8 @@ impl CompactionSurface {
     /// `INVALID_ARGUMENT` naming the first problem: format, lengths, flags, a seq out of range or
     /// repeated, an origin after its seq, an unknown kind or source, a link on the wrong kind, a
     /// result linked to a later event or to a node that is not an assistant, more results than
-    /// calls, a set on a node that carries none, a set index out of range, an empty set.
+    /// calls, a set on a node that carries none, a set index out of range, an empty set, fact
+    /// chars on a node that is not work, a core larger than the node or on another source.
     pub fn decode(words: &[u32]) -> Result<Self> {
         if words.len() < HEADER_WORDS {
             return Err(bad(format!("{} words, shorter than the header", words.len())));
@@ -310,7 +344,8 @@ impl CompactionSurface {
         let anchors = words[HEADER_WORDS..nodes_start].to_vec();
         let mut nodes = Vec::with_capacity(n);
         for (i, w) in words[nodes_start..nodes_end].chunks_exact(NODE_WORDS).enumerate() {
-            let [seq, meta, link, origin, tokens, chars, set] = [w[0], w[1], w[2], w[3], w[4], w[5], w[6]];
+            let [seq, meta, link, origin, tokens, chars, set, facts, core] =
+                [w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8]];
             if meta & !(KIND_BITS | SOURCE_BITS) != 0 {
                 return Err(bad(format!(
                     "node {i}: unknown meta bits {:#x}",
@@ -334,6 +369,8 @@ impl CompactionSurface {
                 opens,
                 opener,
                 set: set.checked_sub(1),
+                facts: facts.checked_sub(1),
+                core,
             });
         }
         let set_count = words[nodes_end] as usize;
@@ -386,6 +423,8 @@ impl CompactionSurface {
                 node.tokens,
                 node.chars,
                 node.set.map_or(0, |k| k + 1),
+                node.facts.map_or(0, |f| f.saturating_add(1)),
+                node.core,
             ]);
         }
         words.push(self.sets.len() as u32);
@@ -439,6 +478,10 @@ impl CompactionSurface {
                 opens: v.opens,
                 opener: v.opener,
                 set,
+                // The mirror keeps neither: work reports are sized by their natural size, an
+                // earlier summary is carried whole or not at all.
+                facts: None,
+                core: v.chars,
             });
         }
         Self::new(mirror.event_count(), anchors, nodes, sets)
@@ -579,6 +622,9 @@ pub enum Treatment {
     Cut { head: u32, tail: u32 },
     /// Tool work: the extractive report, at most `max_chars`.
     Condense { max_chars: u32 },
+    /// An earlier checkpoint of ours, at most `max_chars`: its user messages as written, the
+    /// reports and summaries it carried as written, newest first, the rest as pointers.
+    Trim { max_chars: u32 },
     /// One line saying what it was and that recall returns it.
     Pointer,
 }
@@ -592,6 +638,8 @@ pub struct Item {
     pub end_pos: usize,
     /// The item's visible chars as it stands.
     pub chars: u64,
+    /// An earlier compaction summary of ours: its core chars (rule 6); else `chars`.
+    pub core: u64,
     pub treatment: Treatment,
 }
 
@@ -674,7 +722,7 @@ struct Needs {
     items: Vec<u64>,
 }
 
-fn needs(surface: &CompactionSurface, paste_chars: u32) -> Needs {
+fn needs(surface: &CompactionSurface, paste_chars: u32, trimmable: bool) -> Needs {
     let n = surface.nodes.len();
     let mut out = Needs {
         verbatim: vec![0; n + 1],
@@ -699,7 +747,8 @@ fn needs(surface: &CompactionSurface, paste_chars: u32) -> Needs {
                 finished += natural_work(run_chars);
                 in_run = false;
             }
-            verbatim += verbatim_chars(node.source, u64::from(node.chars), paste_chars);
+            let chars = if trimmable { node.core } else { node.chars };
+            verbatim += verbatim_chars(node.source, u64::from(chars), paste_chars);
             items += 1;
         }
         out.verbatim[c] = verbatim;
@@ -727,7 +776,7 @@ pub fn plan(surface: &CompactionSurface, params: &Params) -> Option<Plan> {
     let keeps = |c: usize| !pressure || prefix[n] - prefix[c] >= params.retain_tokens;
     let c_max = (1..n).rev().find(|&c| valid[c] && keeps(c))?;
 
-    let needs = needs(surface, params.paste_chars);
+    let needs = needs(surface, params.paste_chars, params.trigger != Trigger::Manual);
     let (open_blocks, closed_blocks) = surface.block_splits();
     let exploration = surface.exploration_start();
     let splits = |c: usize| Splits {
@@ -837,6 +886,34 @@ fn budget_chars(params: &Params, range_tokens: u64) -> u64 {
     tokens * CHARS_PER_TOKEN * 9 / 10
 }
 
+/// What a work run's report needs to keep its facts (rule 6): the sum of its nodes' fact chars
+/// and the report's skeleton, within `[min(MIN_WORK_CHARS, visible - 1), visible - 1]`; its
+/// natural size when a node's fact chars are unknown.
+fn work_need(nodes: &[CompactionNode]) -> u64 {
+    let visible: u64 = nodes.iter().map(|n| u64::from(n.chars)).sum();
+    let most = visible.saturating_sub(1);
+    match nodes.iter().map(|n| n.facts.map(u64::from)).sum::<Option<u64>>() {
+        Some(facts) => (facts + REPORT_SKELETON_CHARS).clamp(MIN_WORK_CHARS.min(most), most),
+        None => natural_work(visible),
+    }
+}
+
+/// Shares `room` among claims `(floor, want)`: each gets at least its floor when the floors fit,
+/// then the rest of what it wants in proportion; all of it when everything fits.
+fn share(room: u64, claims: &[(u64, u64)]) -> Vec<u64> {
+    let wants: u64 = claims.iter().map(|c| c.1).sum();
+    if room >= wants {
+        return claims.iter().map(|c| c.1).collect();
+    }
+    let floors: u64 = claims.iter().map(|c| c.0).sum();
+    let spare = room.saturating_sub(floors);
+    let extra = wants - floors;
+    claims
+        .iter()
+        .map(|&(floor, want)| floor + (want - floor) * spare / extra.max(1))
+        .collect()
+}
+
 /// Builds the items of `[0, c)` and fits them to `budget` (rules 5 and 6).
 fn allocate(
     surface: &CompactionSurface,
@@ -847,6 +924,9 @@ fn allocate(
     splits: Splits,
 ) -> Plan {
     let nodes = &surface.nodes[s..c];
+    // `/compact` carries what it takes whole; under pressure and on overflow an earlier
+    // checkpoint of ours may be trimmed to its core.
+    let trimmable = params.trigger != Trigger::Manual;
     let mut items: Vec<Item> = Vec::new();
     for (i, node) in nodes.iter().enumerate() {
         let chars = u64::from(node.chars);
@@ -854,6 +934,7 @@ fn allocate(
             Some(last) if node.source == Source::Work && last.source == Source::Work => {
                 last.end_pos = s + i + 1;
                 last.chars += chars;
+                last.core += chars;
             }
             _ => {
                 let treatment = match node.source {
@@ -872,6 +953,7 @@ fn allocate(
                     start_pos: s + i,
                     end_pos: s + i + 1,
                     chars,
+                    core: if trimmable { u64::from(node.core) } else { chars },
                     treatment,
                 });
             }
@@ -882,16 +964,21 @@ fn allocate(
             + match item.treatment {
                 Treatment::Verbatim => item.chars,
                 Treatment::Cut { head, tail } => u64::from(head) + u64::from(tail) + CUT_MARKER_CHARS,
-                Treatment::Condense { max_chars } => u64::from(max_chars),
+                Treatment::Condense { max_chars } | Treatment::Trim { max_chars } => u64::from(max_chars),
                 Treatment::Pointer => POINTER_CHARS,
             }
     };
+    // What the items other than work take at their smallest without degrading: an earlier
+    // checkpoint of ours at its core.
     let fixed = |items: &[Item]| -> u64 {
         FRAME_CHARS
             + items
                 .iter()
                 .filter(|it| it.source != Source::Work)
-                .map(&size)
+                .map(|it| match it.treatment {
+                    Treatment::Verbatim => ITEM_HEADER_CHARS + it.core,
+                    _ => size(it),
+                })
                 .sum::<u64>()
     };
     let runs = |items: &[Item]| -> Vec<usize> {
@@ -925,33 +1012,52 @@ fn allocate(
             None => break,
         }
     }
-    // Share what is left among the work runs, each at most its natural size.
     let live = runs(&items);
-    let room = budget
+    let mut room = budget
         .saturating_sub(fixed(&items))
         .saturating_sub(live.len() as u64 * ITEM_HEADER_CHARS);
-    let natural: Vec<u64> = live.iter().map(|&k| natural_work(items[k].chars)).collect();
-    let total_natural: u64 = natural.iter().sum();
-    let floor = |nat: u64| nat.min(MIN_WORK_CHARS);
-    let floors: u64 = natural.iter().map(|&x| floor(x)).sum();
-    // With room to spare, a report may grow past its natural size (up to half again): the
-    // extractive report drops its lowest-priority facts at its default budget.
+    // First the new work's facts: each report up to its need.
     let visible: Vec<u64> = live.iter().map(|&k| items[k].chars).collect();
-    let grown = |j: usize| {
-        let spare = room.min(total_natural + total_natural / 2);
-        let max = visible[j].saturating_sub(1).max(natural[j]);
-        (natural[j] * spare / total_natural.max(1)).clamp(natural[j], max)
-    };
+    let need: Vec<u64> = live
+        .iter()
+        .map(|&k| work_need(&surface.nodes[items[k].start_pos..items[k].end_pos]))
+        .collect();
+    let claims: Vec<(u64, u64)> = need.iter().map(|&x| (x.min(MIN_WORK_CHARS), x)).collect();
+    let mut work = share(room, &claims);
+    room = room.saturating_sub(work.iter().sum());
+    // Then what the earlier checkpoints of ours carried, the newest first.
+    for k in (0..items.len()).rev() {
+        let item = &mut items[k];
+        if item.source != Source::CompactionSummary || item.treatment != Treatment::Verbatim || item.core == item.chars
+        {
+            continue;
+        }
+        let back = (item.chars - item.core).min(room);
+        room -= back;
+        if item.core + back < item.chars {
+            item.treatment = Treatment::Trim {
+                max_chars: u32::try_from(item.core + back).unwrap_or(u32::MAX),
+            };
+            degraded += 1;
+        }
+    }
+    // Last, with room to spare, a report may grow to half again its natural size: the
+    // extractive report keeps more of its lowest-priority facts.
+    let grow: Vec<(u64, u64)> = live
+        .iter()
+        .enumerate()
+        .map(|(j, &k)| {
+            let natural = natural_work(items[k].chars);
+            let target = (natural + natural / 2).min(visible[j].saturating_sub(1)).max(work[j]);
+            (0, target - work[j])
+        })
+        .collect();
+    for (j, extra) in share(room, &grow).into_iter().enumerate() {
+        work[j] += extra;
+    }
     for (j, &k) in live.iter().enumerate() {
-        let max_chars = if room >= total_natural {
-            grown(j)
-        } else {
-            let extra = natural[j] - floor(natural[j]);
-            let spare = room.saturating_sub(floors);
-            floor(natural[j]) + extra * spare / (total_natural - floors).max(1)
-        };
         items[k].treatment = Treatment::Condense {
-            max_chars: u32::try_from(max_chars).unwrap_or(u32::MAX),
+            max_chars: u32::try_from(work[j]).unwrap_or(u32::MAX),
         };
     }
     let body: u64 = FRAME_CHARS + items.iter().map(size).sum::<u64>();

@@ -545,3 +545,135 @@ mod from_mirror {
         );
     }
 }
+
+/// Sets the fact chars of every work node from position `from` on.
+fn with_facts(mut b: Build, from: usize, facts: u32) -> Build {
+    for n in &mut b.nodes[from..] {
+        if n.source == Source::Work {
+            n.facts = Some(facts);
+        }
+    }
+    b
+}
+
+#[test]
+fn snapshot_carries_fact_sizes_and_cores_and_rejects_them_where_they_do_not_belong() {
+    let mut b = with_facts(
+        Build::default()
+            .replacement(Source::CompactionSummary, 9000)
+            .user(200)
+            .step(2, 3000),
+        0,
+        120,
+    );
+    b.nodes[0].core = 1500;
+    let s = b.surface();
+    let back = CompactionSurface::decode(&s.encode()).expect("decodes");
+    assert_eq!(back.nodes, s.nodes);
+    assert_eq!(back.nodes[0].core, 1500);
+    assert_eq!(back.nodes[3].facts, Some(120));
+    // A core larger than the node, a core on a user message, facts on a user message.
+    let mut big = Build::default().replacement(Source::CompactionSummary, 900).step(1, 10);
+    big.nodes[0].core = 901;
+    assert!(CompactionSurface::new(big.seq, vec![], big.nodes, big.sets).is_err());
+    let mut user = Build::default().user(900).step(1, 10);
+    user.nodes[0].core = 10;
+    assert!(CompactionSurface::new(user.seq, vec![], user.nodes, user.sets).is_err());
+    let mut facts = Build::default().user(900).step(1, 10);
+    facts.nodes[0].facts = Some(3);
+    assert!(CompactionSurface::new(facts.seq, vec![], facts.nodes, facts.sets).is_err());
+}
+
+#[test]
+fn an_earlier_checkpoint_yields_what_it_carried_to_the_new_works_facts() {
+    // The earlier checkpoint carries 24k chars, 3k of them the user's words and headings (its
+    // core); the new work's facts need ~6k chars; the budget is ~29k chars.
+    let mut b = Build::default()
+        .replacement(Source::CompactionSummary, 24_000)
+        .user(300);
+    for _ in 0..6 {
+        b = b.step(2, 12_000);
+    }
+    b.nodes[0].core = 3_000;
+    let b = with_facts(b, 2, 450).say(200).user(100).step(1, 200);
+    let s = b.surface();
+    let mut params = pressure(&s, total(&s) - 20_000, 100);
+    params.max_summary_tokens = 8_192;
+    let p = plan(&s, &params).expect("a plan");
+    let work: Vec<u32> = p
+        .items
+        .iter()
+        .filter_map(|i| match i.treatment {
+            Treatment::Condense { max_chars } => Some(max_chars),
+            _ => None,
+        })
+        .collect();
+    let facts_need = 18 * 450 + 320; // 6 steps of 3 work nodes at 450 chars, and the skeleton
+    assert!(
+        work.iter().map(|&m| u64::from(m)).sum::<u64>() >= facts_need as u64,
+        "{work:?}"
+    );
+    match p.items[0].treatment {
+        Treatment::Trim { max_chars } => assert!((3_000..24_000).contains(&max_chars), "{max_chars}"),
+        other => panic!("the earlier checkpoint was not trimmed: {other:?}"),
+    }
+    assert_eq!(p.items[1].treatment, Treatment::Verbatim, "the user's words stay");
+    assert!(p.relieves);
+    assert_eq!(p.degraded, 1);
+    // With room for everything it is carried whole.
+    let mut roomy = params;
+    roomy.threshold_tokens = total(&s) + 1;
+    roomy.max_summary_tokens = 100_000;
+    let whole = plan(&s, &roomy).expect("a plan");
+    assert_eq!(whole.items[0].treatment, Treatment::Verbatim);
+}
+
+#[test]
+fn work_reports_share_a_short_budget_by_their_facts_not_their_size() {
+    // A run of long file reads with few facts, then a run of short failing commands with many.
+    let mut b = Build::default().user(300);
+    for _ in 0..4 {
+        b = b.step(1, 20_000);
+    }
+    b = with_facts(b, 1, 60);
+    let second = b.nodes.len() + 1;
+    b = b.user(200);
+    for _ in 0..8 {
+        b = b.step(1, 1_500);
+    }
+    let b = with_facts(b, second, 500).say(100).user(50).step(1, 100);
+    let s = b.surface();
+    let mut params = pressure(&s, total(&s) - 8_000, 50);
+    params.max_summary_tokens = 2_500;
+    let p = plan(&s, &params).expect("a plan");
+    let condensed: Vec<(u64, u32)> = p
+        .items
+        .iter()
+        .filter_map(|i| match i.treatment {
+            Treatment::Condense { max_chars } => Some((i.chars, max_chars)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(condensed.len(), 2, "{:?}", p.items);
+    let (big, small) = (condensed[0], condensed[1]);
+    assert!(big.0 > 5 * small.0, "{condensed:?}");
+    // The fact-dense run gets more room than the run five times its size.
+    assert!(small.1 > big.1, "{condensed:?}");
+    // The sparse run still gets what its facts need (8 nodes x 60 chars and the skeleton).
+    assert!(big.1 >= 8 * 60 + 320, "{condensed:?}");
+}
+
+#[test]
+fn compact_never_trims_an_earlier_checkpoint() {
+    let mut b = Build::default().replacement(Source::CompactionSummary, 6_000).user(300);
+    for _ in 0..6 {
+        b = b.step(2, 12_000);
+    }
+    b.nodes[0].core = 1_000;
+    let s = with_facts(b, 2, 450).say(200).surface();
+    let mut params = pressure(&s, 0, 0);
+    params.trigger = Trigger::Manual;
+    let p = plan(&s, &params).expect("a plan");
+    assert_eq!(p.items[0].treatment, Treatment::Verbatim);
+    assert_eq!(p.degraded, 0);
+}

@@ -464,6 +464,23 @@ pub struct MessageFacts {
     pub(super) visible: usize,
 }
 
+/// What a report line costs around its copied text: a bullet, a label's ` → exit 1`, a newline.
+const LINE_CHARS: usize = 12;
+/// A call's label when the region decides it (a name, a subject and a target path).
+const LABEL_ESTIMATE: usize = 80;
+
+impl Output {
+    /// The chars its error lines take in a report (the failure's first line when it has none).
+    fn fact_chars(&self, is_error: bool) -> usize {
+        let cues: usize = self.cues.iter().map(|l| len16(l) + LINE_CHARS).sum();
+        if is_error && self.cues.is_empty() {
+            cues + self.first.as_deref().map_or(0, |l| len16(l) + LINE_CHARS)
+        } else {
+            cues
+        }
+    }
+}
+
 impl MessageFacts {
     pub(super) fn of(m: &Message, visible: usize) -> Self {
         let mut ops = Vec::new();
@@ -528,6 +545,26 @@ impl MessageFacts {
             }));
         }
         Self { ops, visible }
+    }
+
+    /// The chars a report takes to copy what this message names — its calls' labels (a command's
+    /// first line), the error lines its outputs printed, the paths it named — counted as if no
+    /// other message named them: an upper bound of its share of a region's report, before the
+    /// budget (a compaction sizes a run's report by it).
+    pub fn fact_chars(&self) -> usize {
+        let paths = |ps: &mut dyn Iterator<Item = &str>| -> usize { ps.map(|p| len16(p) + 4).sum() };
+        self.ops
+            .iter()
+            .map(|op| match op {
+                Op::Call { call, .. } => {
+                    let label = call.command.as_ref().map_or(LABEL_ESTIMATE, |c| len16(&c.first)) + LINE_CHARS;
+                    label + paths(&mut call.paths.iter().map(|(p, _)| p.as_str()))
+                }
+                Op::Result { output, is_error, .. } => output.fact_chars(*is_error),
+                Op::ReturnCode(output) => output.fact_chars(output.exit.is_some_and(|c| c != 0)),
+                Op::Text(t) => paths(&mut t.paths.iter().map(String::as_str)),
+            })
+            .sum()
     }
 
     /// Readies these facts to be kept for later reports: the agent's text is mined now (what a

@@ -627,3 +627,35 @@ fn a_search_without_a_path_argument_is_labelled_with_the_first_path_new_to_the_r
     let r = roomy(&json, Language::En);
     assert_has(&r, &["- grep fn main src/b.rs"]);
 }
+
+#[test]
+fn a_budget_of_the_messages_fact_chars_keeps_every_command_error_line_and_path() {
+    // What a compaction sizes a run's report by (rule 6 of the compaction policy): the sum of
+    // its messages' fact chars and the report's skeleton. At that budget the report keeps what
+    // it keeps with all the room in the world, of its highest-priority atoms.
+    for (name, json) in corpus() {
+        let messages: Vec<serde_json::Value> = serde_json::from_str(&json).unwrap();
+        let facts: Vec<MessageFacts> = messages
+            .iter()
+            .map(|m| MessageFacts::parse(&serde_json::to_string(m).unwrap()).unwrap())
+            .collect();
+        let need = facts.iter().map(MessageFacts::fact_chars).sum::<usize>() + 320;
+        let Ok(sized) = report_of(&facts, &opts(Language::En, need)) else {
+            continue;
+        };
+        let roomy = report_of(&facts, &opts(Language::En, 1 << 20)).unwrap();
+        for line in roomy.lines() {
+            let fact = if let Some(cmd) = line.strip_prefix("- $ ") {
+                cmd.split(" → ").next().unwrap_or(cmd)
+            } else if line.starts_with("  - ") {
+                line
+            } else {
+                continue;
+            };
+            assert!(sized.contains(fact), "{name}: {fact:?} missing at budget {need}");
+        }
+        for path in section(&roomy, "## Files and Artifacts").split('`').skip(1).step_by(2) {
+            assert!(sized.contains(path), "{name}: path {path:?} missing at budget {need}");
+        }
+    }
+}
