@@ -45,6 +45,26 @@ describe('pressure on the real agent loop', () => {
     assert.match(summary, /error: src\/p\/\d+a\.rs: checksum mismatch at line 7/)
   })
 
+  it('prices a pass as DSH\'s meter does: the range\'s tokens out, the summary\'s in (so a relieving pass is not measured again)', async () => {
+    const model = new PressureModel({ contextWindow: 8000, script: exploring(12) })
+    const root = await bootHost({ model })
+    const agent = await agentOn(root)
+    /** @type {{before: number, after: number, computed: number}[]} */
+    const passes = []
+    let before = 0
+    let computed = 0
+    root.on('session/event', (/** @type {any} */ session, /** @type {any} */ e) => {
+      if (session !== agent.session) return
+      if (e.type === 'compaction/start') before = root.tokenMeter.measure(session).totalTokens
+      if (e.type === 'compaction/summary') computed = before - e.data.shadowedTokenCount
+      if (e.type === 'user/message' && e.surfaceOp?.op === 'replace') computed += root.tokenMeter.estimateMessage(e.data)
+      if (e.type === 'compaction/end' && !e.data.error) passes.push({ before, after: root.tokenMeter.measure(session).totalTokens, computed })
+    })
+    await prompt(agent, 'Find why the checksum fails in src/p and fix it.')
+    assert.ok(passes.length >= 2, `${passes.length} passes`)
+    for (const p of passes) assert.equal(p.computed, p.after, JSON.stringify(p))
+  })
+
   it('compaction-basic on the same session calls the model for its summary', async () => {
     const model = new PressureModel({ contextWindow: 8000, script: exploring(8) })
     const root = await bootHost({ model, backend: 'basic' })

@@ -230,6 +230,9 @@ export default class FoldCompactionEngine extends CompactionEngine {
       if (measurement.totalTokens < spec.thresholdTokens) return result
       if (!plan) return result
       result = await this._transact(agent, plan, measurement, { owner: 'turn', trigger, signal, policy })
+      // The meter prices the replace as the range's nodes out and the summary in (its surface
+      // fold): when that is under the threshold the pass relieved it, without measuring again.
+      if (measurement.totalTokens - result.shadowedTokenCount + result.foldCompaction.summaryTokens < spec.thresholdTokens) return result
       measured = this.ctx.tokenMeter.measure(session)
       if (measured.totalTokens < spec.thresholdTokens) return result
     }
