@@ -838,6 +838,7 @@ module.exports = nativeBinding
 module.exports.compactStore = nativeBinding.compactStore
 module.exports.completeFold = nativeBinding.completeFold
 module.exports.decodeZstd = nativeBinding.decodeZstd
+module.exports.decodeZstdLog = nativeBinding.decodeZstdLog
 module.exports.extractiveReport = nativeBinding.extractiveReport
 module.exports.foldErrorCodes = nativeBinding.foldErrorCodes
 module.exports.hasActive = nativeBinding.hasActive
