@@ -472,6 +472,17 @@ async function preset(opts) {
   if (verb === 'status' && opts.force) throw new CliError('preset status does not take --force (dsh-fold preset --help)', 64)
   if (verb === 'remove' && (opts.host !== undefined || opts.profile !== undefined)) throw new CliError('preset remove takes no --host/--profile: it only touches $DSH_HOME', 64)
   const presets = await import('./preset.mjs')
+  if (verb !== 'remove' && opts.host === undefined) {
+    // A profile made by `dsh plugin add` links no host packages until `dsh` first runs it: then
+    // the host is the one `dsh` on PATH runs.
+    try {
+      presets.findHost(opts, presets.resolveDshHome(opts))
+    } catch (e) {
+      const { hostOnPath } = await import('./host/find.mjs')
+      const onPath = e instanceof presets.PresetError && e.code === 'HOST_NOT_FOUND' ? hostOnPath() : null
+      if (onPath) opts = { ...opts, host: onPath.dir }
+    }
+  }
   let out
   try {
     out = verb === 'install' ? await presets.install(opts) : verb === 'remove' ? presets.remove(opts) : await presets.status(opts)

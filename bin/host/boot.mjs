@@ -9,6 +9,9 @@
  *
  *   node boot.mjs '{"mode":"boot","dshPackage":DIR,"profile":"headless","patchFiles":[],"args":["task"]}'
  *   node boot.mjs '{"mode":"init","dshPackage":DIR,"profile":"headless"}'   (create the profile, exit)
+ *   node boot.mjs '{"mode":"compose","dshPackage":DIR,"profile":"headless","patchFiles":[]}'
+ *       (print the composed rows as JSON, boot nothing: `dsh-fold doctor` reads them; unlike
+ *       `dsh --dump-config`, it creates no profile and heals no links: it writes nothing)
  *
  * Why without the watchers: on rc.8 `runProfile` creates `@deepseek-ai/cordis-plugin-hmr` after
  * the boot and calls `watchUserPatches` as soon as `loader.create` resolves. With
@@ -46,6 +49,14 @@ const { provideCmdline } = await load('@deepseek-ai/dsh-cmdline')
 if (spec.mode === 'init') {
   initProfile(resolveProfileDir(spec.profile), PROFILE_TEMPLATES[spec.profile] ?? DEFAULT_PROFILE_BUNDLES)
   healProfilesModuleFallback(ANCHOR)
+  process.exit(0)
+}
+if (spec.mode === 'compose') {
+  const profile = loadProfile(NAME, spec.profile, ANCHOR)
+  const homePatches = loadOptionalPatches(NAME, join(resolveDshHome(), 'cordis.patch.yml')) ?? []
+  const overlays = (spec.patchFiles ?? []).flatMap((file) => loadOverlayPatches(NAME, resolve(file)))
+  const layers = [profile.layers.flatMap((layer) => layer.patches), profile.patches, homePatches, overlays]
+  process.stdout.write(JSON.stringify({ bundles: profile.layers.map((l) => l.packageName), rows: composeEntries(layers) }))
   process.exit(0)
 }
 const environment = loadLayeredEnv(NAME)

@@ -91,39 +91,54 @@ function lock(cache, kind, log) {
 }
 
 /**
- * Installs `pins` into `<cache>/<kind>-<hash>/` unless its `.ready` stamp exists; returns the folder.
- * @param {string} cache @param {string} kind @param {string[]} pins @param {(msg: string) => void} log
+ * Returns `<cache>/<kind>-<hash of pins>/`, filled by `fill(tmpDir)` first unless its `.ready`
+ * stamp exists (the fill runs in a temp folder renamed into place, under the kind's lock; other
+ * versions of the kind are removed after). The cache's one mechanism, for the host, Node and
+ * whatever else a caller caches the same way.
+ * @param {{cache: string, kind: string, pins: string[], fill: (dir: string) => void, log: (msg: string) => void}} options
  */
-function ensurePart(cache, kind, pins, log) {
+export function ensureCached({ cache, kind, pins, fill, log }) {
   const dir = path.join(cache, `${kind}-${stamp(pins)}`)
   if (existsSync(path.join(dir, '.ready'))) return dir
   mkdirSync(cache, { recursive: true })
   const unlock = lock(cache, kind, log)
   try {
-    return existsSync(path.join(dir, '.ready')) ? dir : installPart(cache, kind, pins, dir, log)
+    if (existsSync(path.join(dir, '.ready'))) return dir
+    const tmp = `${dir}.tmp-${process.pid}`
+    rmSync(tmp, { recursive: true, force: true })
+    mkdirSync(tmp)
+    const t0 = performance.now()
+    fill(tmp)
+    log(`cold install of ${kind} took ${((performance.now() - t0) / 1000).toFixed(1)} s`)
+    writeFileSync(path.join(tmp, '.ready'), JSON.stringify({ pins, at: new Date().toISOString() }))
+    rmSync(dir, { recursive: true, force: true })
+    renameSync(tmp, dir)
+    // Drop other versions of this kind (stale pins, dead temp folders).
+    for (const name of readdirSync(cache)) {
+      if (name.startsWith(`${kind}-`) && path.join(cache, name) !== dir && !name.startsWith(`${kind}-${stamp(pins)}`)) rmSync(path.join(cache, name), { recursive: true, force: true })
+    }
+    return dir
   } finally {
     unlock()
   }
 }
 
-/** @param {string} cache @param {string} kind @param {string[]} pins @param {string} dir @param {(msg: string) => void} log */
-function installPart(cache, kind, pins, dir, log) {
-  const tmp = `${dir}.tmp-${process.pid}`
-  rmSync(tmp, { recursive: true, force: true })
-  mkdirSync(tmp)
-  writeFileSync(path.join(tmp, 'package.json'), JSON.stringify({ name: `dsh-fold-${kind}`, private: true }))
-  log(`installing ${kind} from the npm registry into ${cache}: ${pins.join(' ')}`)
-  const t0 = performance.now()
-  execFileSync('npm', ['install', ...NPM_FLAGS, ...pins], { cwd: tmp, stdio: ['ignore', 'ignore', 'inherit'] })
-  log(`cold install of ${kind} took ${((performance.now() - t0) / 1000).toFixed(1)} s`)
-  writeFileSync(path.join(tmp, '.ready'), JSON.stringify({ pins, at: new Date().toISOString() }))
-  rmSync(dir, { recursive: true, force: true })
-  renameSync(tmp, dir)
-  // Drop other versions of this part (stale pins, dead temp folders).
-  for (const name of readdirSync(cache)) {
-    if (name.startsWith(`${kind}-`) && path.join(cache, name) !== dir) rmSync(path.join(cache, name), { recursive: true, force: true })
-  }
-  return dir
+/**
+ * Installs `pins` from the npm registry into `<cache>/<kind>-<hash>/` unless it is there.
+ * @param {string} cache @param {string} kind @param {string[]} pins @param {(msg: string) => void} log
+ */
+function ensurePart(cache, kind, pins, log) {
+  return ensureCached({
+    cache,
+    kind,
+    pins,
+    log,
+    fill: (tmp) => {
+      writeFileSync(path.join(tmp, 'package.json'), JSON.stringify({ name: `dsh-fold-${kind}`, private: true }))
+      log(`installing ${kind} from the npm registry into ${cache}: ${pins.join(' ')}`)
+      execFileSync('npm', ['install', ...NPM_FLAGS, ...pins], { cwd: tmp, stdio: ['ignore', 'ignore', 'inherit'] })
+    },
+  })
 }
 
 /**

@@ -90,7 +90,9 @@ export async function runHost ({ task, baseUrl, patchRows = [], bundles = [], en
   cwd = cwd ?? join(root, 'work')
   mkdirSync(dshHome, { recursive: true })
   mkdirSync(cwd, { recursive: true })
-  const fullEnv = hostEnv({ home, dshHome, baseUrl, env })
+  // The host's own temp files (spilled outputs, subprocess folders) stay in the run's root.
+  mkdirSync(join(root, 'tmp'), { recursive: true })
+  const fullEnv = hostEnv({ home, dshHome, baseUrl, env: { TMPDIR: join(root, 'tmp'), ...env } })
   const profileDir = join(dshHome, 'profiles', profile)
   const base = { node22, hostDir, env: fullEnv, cwd, timeoutMs, echo }
   if (bundles.length > 0) {
