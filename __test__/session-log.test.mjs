@@ -30,6 +30,8 @@ const HOST_ZSTD = path.join(ROOT, '__test__', 'fixtures', 'economics', 'e2e-reca
 const DEBUG_TEXT = /Error \{|kind: |BlockContentReadError|BadMagicNumber|UnexpectedEof|\w+Error\(/
 
 const ZSTD_MAGIC = Buffer.from([0x28, 0xb5, 0x2f, 0xfd])
+/** The oracle needs the pinned host (Node 22 and DSH's persistence backend), which the e2e step installs. */
+const ORACLE_SKIP = process.env.DSH_FOLD_SKIP_E2E ? 'DSH_FOLD_SKIP_E2E is set: the oracle is the pinned DSH host\'s own reader' : false
 
 /** Byte offsets of every zstd frame start (the magic at a frame boundary) of a real log. @param {Buffer} b */
 function frameStarts(b) {
@@ -90,6 +92,7 @@ describe('session logs read as the host reads them', () => {
     reader = await import('../bin/session-log.mjs')
     dir = mkdtempSync(path.join(tmpdir(), 'dsh-fold-logs-'))
     for (const [name, bytes] of damagedLogs()) writeFileSync(path.join(dir, name), bytes)
+    if (ORACLE_SKIP) return
     // DSH's own reader, on the pinned host's Node 22.
     const { ensureHost } = await import('./e2e/harness/install.mjs')
     const { node22, hostDir } = ensureHost()
@@ -117,7 +120,7 @@ process.stdout.write(JSON.stringify(out))
 
   const read = (/** @type {string} */ name) => reader.readSessionLog(path.join(dir, name), { decodeStorageRecord, formatVersion: SESSION_FORMAT_VERSION })
 
-  test('the oracle sees what each damage means: intact, a torn tail, or a refusal', () => {
+  test('the oracle sees what each damage means: intact, a torn tail, or a refusal', { skip: ORACLE_SKIP }, () => {
     assert.ok(oracle['intact.jsonl'].events > 50)
     assert.equal(oracle['intact.jsonl.zstd'].events, oracle['intact.jsonl'].events)
     for (const name of ['torn-last-line.jsonl', 'torn-last-frame.jsonl.zstd', 'damaged-tail-line.jsonl', 'host-torn-turn-end.jsonl']) {
@@ -128,7 +131,7 @@ process.stdout.write(JSON.stringify(out))
     }
   })
 
-  test('every log reads to the events DSH reads, or is refused where DSH refuses it', () => {
+  test('every log reads to the events DSH reads, or is refused where DSH refuses it', { skip: ORACLE_SKIP }, () => {
     for (const [name] of damagedLogs()) {
       const want = oracle[name]
       /** @type {any} */
