@@ -128,6 +128,18 @@ describe('recall config and arguments', () => {
     assert.deepEqual(splitRecallHint(`body\n\n${en}`), { body: 'body', hint: `\n\n${en}` })
     assert.deepEqual(splitRecallHint('body only'), { body: 'body only', hint: '' })
   })
+
+  it('where recall is reachable only from a program, the line spells the call as a program writes it', () => {
+    const inBlock = hintLine('recall', { block: 'A' }, 'en', { program: 'block_run_code' })
+    assert.equal(inBlock, '↩ Details of the folded steps are not lost: inside a `block_run_code` program, `await tools.recall({"block": "A", "query": "text or /regex/"})` returns their exact lines; without `query`, an index.')
+    assert.equal(hintLine('recall', { fold: 2 }, 'zh', { program: 'run_code' }), '↩ 被折叠步骤的细节并未丢失：在 `run_code` 程序中，`await tools.recall({"fold": 2, "query": "文本或 /正则/"})` 返回其原始行；不带 `query` 时返回索引。')
+    // A tool name that is no JavaScript identifier is reached by index.
+    assert.match(hintLine('dig-2', { fold: 1 }, 'en', { program: 'block_run_code' }), /`await tools\["dig-2"\]\(\{"fold": 1, /)
+    assert.equal(recallHint({ get: () => ({ toolName: 'recall' }) }, { block: 'A' }, 'en', { program: 'block_run_code' }), `\n\n${inBlock}`)
+    assert.deepEqual(splitRecallHint(`body\n\n${inBlock}`), { body: 'body', hint: `\n\n${inBlock}` })
+    // A target named like an Object.prototype member is still a block, not a fold.
+    assert.match(hintLine('recall', { block: 'constructor' }), /"block": "constructor"/)
+  })
 })
 
 // ---- recall after folds, in real agent turns --------------------------------------------------

@@ -8,7 +8,8 @@
  * It reads facts only — each block call's `ids` (or legacy `id`) from its assistant message's
  * tool-call arguments (none for arguments the plugin refuses), the ids a block summary carries (`source.blockPtc.remaining`), whether a
  * replacement is a block summary or another producer's (and the ids of what it covered), which
- * call each result answers, which `user/message` was appended to the conversation, which node is
+ * call each result answers, which `user/message` was appended to the conversation (block mode's
+ * own notes excepted), which node is
  * protected, and whether a `compaction/start` has no end yet (as DSH's compaction reads its
  * bracket: one at a time, closed by the next `compaction/end`, and stale once a later
  * `session/end-seed` shows the session was restored or forked after a crash inside it). What those facts mean (attribution,
@@ -24,6 +25,7 @@
  * (a host's own system-message event); `options.isProtected(event)` replaces that rule.
  */
 import { blockIdsOrNone } from './args.js'
+import { noticedRequests } from './log.js'
 import { eventLog } from '../shared/surface.js'
 
 const FORMAT = 2
@@ -219,7 +221,9 @@ class BlockDescriptors {
             meta |= REPLACEMENT
             set = this.covered(event.sourceEventSeqs, seq)
           }
-        } else if (op !== undefined) {
+        } else if (op !== undefined && noticedRequests(event.data?.source) === undefined) {
+          // Block mode's own note to the model (a summary it did not apply) is nobody's new
+          // requirement: it makes no summary stale.
           meta |= USER_AUTHORED
         }
         break

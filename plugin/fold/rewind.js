@@ -91,6 +91,24 @@ function repairedTokensFreed(meter, session, markId) {
   return 0
 }
 
+/**
+ * The tool that ran the program this call was made from (its root call's tool, read from the
+ * open assistant message at the log's tail), or `undefined` for a direct call.
+ * @param {any} exec the tool's execution context
+ * @returns {string | undefined}
+ */
+function programToolOf(exec) {
+  if (exec.parent === undefined || typeof exec.rootCallId !== 'string') return undefined
+  const log = eventLog(exec.agent.session)
+  for (let seq = log.length - 1; seq >= 0; seq--) {
+    const event = log[seq]
+    if (event.type !== 'assistant/message') continue
+    const call = event.data?.message?.content?.find((/** @type {any} */ b) => b?.type === 'tool-call' && b.id === exec.rootCallId)
+    if (call) return call.name
+  }
+  return undefined
+}
+
 /** The `tool-rewind` plugin: provides `ctx.rewind`, the tool, its prompt section and the turn guard. */
 export default class RewindService extends Service {
   static inject = ['checkpoint', 'llm', 'tools', 'systemPrompt']
@@ -141,7 +159,9 @@ export default class RewindService extends Service {
    * Folds the exploration since the agent's session's latest checkpoint mark.
    * @param {any} agent the agent that owns the session (its options route the report as a last resort)
    * @param {AbortSignal} [signal]
-   * @param {{callId?: string}} [options] the rewind tool call's id, when called from it
+   * @param {{callId?: string, program?: string}} [options] the rewind tool call's id, when called
+   *   from it; `program`: the tool whose program called it (block mode's `block_run_code`, Code
+   *   Mode's `run_code`), so the report's recall hint spells the call as a program writes it
    * @returns {Promise<RewindResult>}
    */
   async rewind(agent, signal, options = {}) {
@@ -164,7 +184,7 @@ export default class RewindService extends Service {
     const marks = typeof store === 'string' || typeof store?.path === 'string' ? store : checkpoint
     try {
       const meter = this.meter
-      const hint = (/** @type {number} */ markId) => recallHint(this.ctx, { fold: markId }, config.reportLanguage)
+      const hint = (/** @type {number} */ markId) => recallHint(this.ctx, { fold: markId }, config.reportLanguage, { program: options.program })
       const { stampError, ...result } = await addon.rewind(marks, session.id, sessionHost(session, summarize, { ...options, meter, hint }), {
         maxSummarizationRetries: config.maxSummarizationRetries,
         signal,
@@ -263,7 +283,7 @@ export default class RewindService extends Service {
       execute: async (/** @type {any} */ _args, /** @type {any} */ exec) => {
         if (!exec.agent?.session) throw new Error('rewind needs an owning agent session')
         try {
-          return await this.rewind(exec.agent, exec.signal, { callId: exec.callId })
+          return await this.rewind(exec.agent, exec.signal, { callId: exec.callId, program: programToolOf(exec) })
         } catch (e) {
           throw toToolError(e)
         }

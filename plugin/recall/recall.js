@@ -325,9 +325,10 @@ export default class RecallService extends Service {
   /**
    * The hint line producers append to a replacement's text (see plugin/recall/hint.js).
    * @param {{fold: number} | {block: string}} target @param {'en' | 'zh'} [language]
+   * @param {import('./hint.js').HintForm} [form] `{program}` where recall is reachable only from a program
    */
-  hint(target, language) {
-    return hintLine(this.toolName, target, language)
+  hint(target, language, form) {
+    return hintLine(this.toolName, target, language, form)
   }
 
   /**

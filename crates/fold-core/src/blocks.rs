@@ -25,9 +25,12 @@
 //!    is summarized with it (its ids inherited by rule 8).
 //! 5. **Protected.** A protected node in the range → `PROTECTED`: rejected whole, nothing
 //!    replaced (never just the part before it).
-//! 6. **Stale.** In the range, a user-authored `user/message` with `seq >= request_seq`, or
-//!    another producer's replacement with `seq >= request_seq` in the range or covering a
-//!    target's nodes → `STALE`: the model must read the context and summarize again.
+//! 6. **Stale.** In the range, a user-authored `user/message` with `seq >= request_seq`, a block
+//!    summary with `seq >= request_seq` (the model wrote it after this one: landing this one
+//!    would replace it, and what it says, unread — issue 22 item 5), or another producer's
+//!    replacement (a rewind report, a compaction) with `seq >= request_seq` in the range or
+//!    covering a target's nodes → `STALE`: nothing is replaced and every id keeps its owners;
+//!    the model must read the context and summarize again.
 //! 7. **Pending.** A call in the range without its result on the surface yet (always so when
 //!    the program asking is itself in a target block), a `compaction/start` without its end, or a
 //!    rewind holding the session's lock → `Pending`: the host plans again at its next session
@@ -275,6 +278,18 @@ pub fn plan(surface: &BlockSurface, targets: &[BlockId], request_seq: u64, rewin
             quoted(targets),
         )));
     }
+    if let Some(i) = range
+        .clone()
+        .find(|&i| nodes[i].provenance == Provenance::BlockSummary && late(nodes[i].seq))
+    {
+        return Err(FoldError::Stale(format!(
+            "another block summary (seq {}) landed inside the range of block(s) {} after this summary was \
+             written (requested at log length {request_seq}); applying it would replace that summary unread, so \
+             nothing was changed. Read the context as it is now and summarize again if the blocks are still open",
+            nodes[i].seq,
+            quoted(targets),
+        )));
+    }
     let late_inside = range
         .clone()
         .find(|&i| nodes[i].provenance == Provenance::Replacement && late(nodes[i].seq));
@@ -333,8 +348,9 @@ pub fn plan(surface: &BlockSurface, targets: &[BlockId], request_seq: u64, rewin
 
 fn stale_replacement(targets: &[BlockId], seq: u32) -> FoldError {
     FoldError::Stale(format!(
-        "another compaction (seq {seq}) replaced part of block(s) {} after this summary was requested; \
-         nothing was changed. Read the context as it is now and summarize again if the blocks are still there",
+        "a rewind report or a compaction (seq {seq}) replaced part of block(s) {} after this summary was \
+         requested; nothing was changed. Read the context as it is now and summarize again if the blocks are \
+         still there",
         quoted(targets),
     ))
 }

@@ -542,16 +542,64 @@ fn a_late_user_message_outside_the_range_changes_nothing() {
 }
 
 #[test]
-fn late_nodes_that_are_not_user_messages_are_not_stale() {
-    // Our own summary of another block, committed after this request, inside this range.
+fn late_steps_of_the_block_itself_are_not_stale() {
+    // The program asking is in the range, and its result always comes after the request.
+    let mut s = Session::default();
+    s.step(&["A"]);
+    let m = s.message(&[&["A"]]);
+    let request = u64::from(s.next);
+    s.result(m);
+    s.step(&["A"]);
+    assert!(matches!(s.plan_at(&["A"], request), Ok(Plan::Commit(_))));
+}
+
+#[test]
+fn a_summary_of_another_block_that_landed_in_the_range_after_the_request_makes_it_stale() {
+    // Issue 22 item 5: blocks B, A, B; a program tagged A queues a summary of A (its own block is
+    // open), then closes B at once — B's summary carries A. Landing A's summary now would replace
+    // B's summary, which it was written without.
+    let mut s = Session::default();
+    s.user();
+    s.step(&["B"]);
+    s.step(&["A"]);
+    s.step(&["B"]);
+    let m = s.message(&[&["A"]]);
+    let request_a = u64::from(s.next);
+    assert!(matches!(s.plan_at(&["A"], request_a), Ok(Plan::Pending(_))));
+    s.log_only(2); // block_summary's dispatch events
+    let b = s.commit(&["B"]);
+    assert_eq!(names(&b.remaining), ["A"]);
+    let summary_b = s.apply(&b);
+    assert_eq!(s.shape(), "u S[A] A");
+    s.result(m);
+    let (code, msg) = s.rejected(&["A"], request_a);
+    assert_eq!(code, "STALE");
+    assert!(
+        msg.contains(&format!("another block summary (seq {summary_b})")) && msg.contains("nothing was changed"),
+        "{msg}"
+    );
+    // Written after B's summary landed (the model read it): the summary of A replaces it.
+    let c = s.commit(&["A"]);
+    assert_eq!(c.seqs.first(), Some(&summary_b));
+    // A block summary that landed after the request but outside the range changes nothing.
+    let mut t = Session::default();
+    t.step(&["A"]);
+    t.step(&["B"]);
+    let request = u64::from(t.next);
+    t.apply(&t.commit(&["B"]));
+    assert!(matches!(t.plan_at(&["A"], request), Ok(Plan::Commit(_))));
+}
+
+#[test]
+fn our_own_summary_of_another_block_committed_after_the_request_inside_the_range_makes_it_stale() {
+    // The seed's `A A B A C B`: C's summary lands inside B's range after B's summary was written.
     let mut s = seed_surface();
     let request = u64::from(s.next);
     s.apply(&s.commit(&["C"]));
     assert_eq!(s.shape(), "A A B A S[] B");
-    let c = match s.plan_at(&["B"], request) {
-        Ok(Plan::Commit(c)) => c,
-        other => panic!("{other:?}"),
-    };
+    assert_eq!(s.rejected(&["B"], request).0, "STALE");
+    // Requested after C's summary landed, B's summary carries A and replaces C's.
+    let c = s.commit(&["B"]);
     assert_eq!(names(&c.remaining), ["A"]);
 }
 
