@@ -444,7 +444,7 @@ export function renderText(a, about) {
   const blocks = a.folds.filter((f) => f.kind === 'block').length
   out.push(`session ${about.sessionId}: ${about.events} events, ${a.requests.length} agent requests, ${a.folds.length - blocks} fold${a.folds.length - blocks === 1 ? '' : 's'}, ${blocks} block commit${blocks === 1 ? '' : 's'}`)
   out.push(`prices per 1M tokens: cache hit ${p.hit}, cache miss ${p.miss}, output ${p.output} ${p.currency}${p.source ? ` (${p.source})` : ''}`)
-  out.push('tokens: DSH token meter estimates; cache: prefix cache at message granularity (see README "Economics")')
+  out.push('tokens: DSH token meter estimates; cache: prefix cache at message granularity (see docs/economics.md)')
   for (const f of a.folds) {
     out.push('')
     out.push(`${f.name} at seq ${f.seq}: ${f.foldedNodes} message${f.foldedNodes === 1 ? '' : 's'}, ${n(f.foldedTokens)} tokens → ${f.kind === 'block' ? 'summary' : 'report'} of ${n(f.replacementTokens)} tokens: ${n(f.tokensFreed)} tokens freed`)
