@@ -4,7 +4,10 @@
  * `npm test`: everything, in the order a failure is cheapest to read.
  * 1. format and lint (cargo fmt --check, clippy -D warnings) — own target dir;
  * 2. the core's cargo tests (unit, property) — own target dir;
- * 3. the addon, built with `napi build --platform --release` (incremental);
+ * 3. the addon, built with `napi build --platform --release` (incremental), and its test build:
+ *    the same sources with the `test-faults` feature (debug profile, `target-faults/`), the only
+ *    build that honours `DSH_FOLD_TEST_FAULTS`; the suites that inject faults load it through the
+ *    loader's `NAPI_RS_NATIVE_LIBRARY_PATH` (__test__/helpers/faults.mjs);
  * 4. the benchmarks' quick mode (`npm run bench -- --quick`): every bench path runs and checks
  *    its results, timing nothing;
  * 5. linux-arm64-gnu, the one cross target CI builds and runs (`test-targets.mjs --ci`): built
@@ -41,6 +44,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 import { CACHE, ensureHost } from '../__test__/e2e/harness/install.mjs'
+import { FAULTS_BUILD_ARGS } from '../__test__/helpers/faults.mjs'
 import { DSH_VERSION } from '../bin/host/install.mjs'
 
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
@@ -64,7 +68,7 @@ const e2e = !process.env.DSH_FOLD_SKIP_E2E
 const targets = !process.env.DSH_FOLD_SKIP_TARGETS
 /** What this run will fetch and install, said before it starts. */
 const plan = [
-  `npm test${fast ? ' --fast' : ''}: cargo fmt and clippy, the core's cargo tests, the release build, the benches' smoke run${targets ? ', the linux-arm64-gnu cross build run under qemu' : ''}${fast ? '' : ', the block-mode suite on Node 22'}, then every node --test suite${e2e ? '' : ' (those that boot a DSH host or a browser skip: DSH_FOLD_SKIP_E2E is set)'}.`,
+  `npm test${fast ? ' --fast' : ''}: cargo fmt and clippy, the core's cargo tests, the release build and a test build with fault injection, the benches' smoke run${targets ? ', the linux-arm64-gnu cross build run under qemu' : ''}${fast ? '' : ', the block-mode suite on Node 22'}, then every node --test suite${e2e ? '' : ' (those that boot a DSH host or a browser skip: DSH_FOLD_SKIP_E2E is set)'}.`,
 ]
 if (fast) plan.push('It downloads nothing beyond what npm install fetched.')
 else {
@@ -86,6 +90,9 @@ run('cargo', ['test', '-p', 'fold-core', '--target-dir', 'target-core'], { PROPT
 // @napi-rs/cli exports no path to its bin; find it through its package.json.
 const napiCli = path.join(path.dirname(require.resolve('@napi-rs/cli/package.json')), 'dist', 'cli.js')
 run(process.execPath, [napiCli, 'build', '--platform', '--release'])
+run(process.execPath, [napiCli, ...FAULTS_BUILD_ARGS])
+// The suites find the test build made; they build it themselves when run on their own.
+process.env.DSH_FOLD_FAULTS_BUILT = '1'
 // The benches' smoke run before the suites, so the test runner's summary ends the output.
 run(process.execPath, [path.join('bench', 'run.mjs'), '--quick'])
 if (!process.env.DSH_FOLD_SKIP_TARGETS) run(process.execPath, [path.join('scripts', 'test-targets.mjs'), '--ci'])

@@ -10,6 +10,15 @@ use napi_derive::napi;
 
 use crate::convert::{self, cast, describe, throw, CoreResult};
 
+/// Most block ids one summary may close (the core's `blocks::MAX_TARGETS`), for the plugin's
+/// own argument check.
+#[napi]
+pub const MAX_BLOCK_TARGETS: u32 = blocks::MAX_TARGETS as u32;
+
+/// Longest block id in UTF-16 units, a JS string's `length` (the core's `blocks::MAX_ID_UNITS`).
+#[napi]
+pub const MAX_BLOCK_ID_LENGTH: u32 = blocks::MAX_ID_UNITS as u32;
+
 /// Largest `requestSeq` accepted (seqs are 32-bit in the snapshot format).
 const MAX_REQUEST_SEQ: f64 = u32::MAX as f64 - 1.0;
 
@@ -45,6 +54,10 @@ fn targets(v: &Unknown<'_>) -> napi::Result<CoreResult<Vec<BlockId>>> {
     }
     let array = cast::<Object>(v)?;
     let len = array.get_array_length()?;
+    // Refused by its length alone: 200,000 ids are never read one by one on the JS thread.
+    if let Err(e) = blocks::check_target_count(len as usize) {
+        return Ok(Err(e));
+    }
     let mut out = Vec::with_capacity(len as usize);
     for i in 0..len {
         let item: Unknown = array.get_element(i)?;
@@ -89,6 +102,18 @@ macro_rules! arg {
     ts_return_type = "BlockPlan"
 )]
 pub fn plan_block_summary<'e>(
+    env: &'e Env,
+    session_id: Unknown<'e>,
+    snapshot: Unknown<'e>,
+    targets: Unknown<'e>,
+    request_seq: Unknown<'e>,
+) -> napi::Result<Object<'e>> {
+    crate::guard::throwing(env, "planBlockSummary", || {
+        plan_checked(env, session_id, snapshot, targets, request_seq)
+    })
+}
+
+fn plan_checked<'e>(
     env: &'e Env,
     session_id: Unknown<'e>,
     snapshot: Unknown<'e>,

@@ -4,11 +4,16 @@
 //! JS thread. Here: the fold's rules alone (`selectRegion`, `planMatches`) and the error helpers.
 //! The JS shapes are in `types.rs`; the store's exports in `store.rs`; `rewind` (the fold, driven
 //! from the JS thread) in `rewind.rs`; block mode's planner in `blocks.rs`; recall's matcher in
-//! `recall.rs`; the extractive report in `report.rs`; zstd in `zstd.rs`.
+//! `recall.rs`; the extractive report in `report.rs`; zstd in `zstd.rs`. No panic leaves an
+//! export (`guard.rs`), and none is written: `unwrap`/`expect` are denied outside tests.
+
+#![deny(clippy::unwrap_used, clippy::expect_used)]
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod abort;
 mod blocks;
 mod convert;
+mod guard;
 mod host;
 mod recall;
 mod report;
@@ -25,13 +30,13 @@ use napi::bindgen_prelude::*;
 use napi::{Env, ValueType};
 use napi_derive::napi;
 
-pub use crate::blocks::{plan_block_summary, BlockCommitPlan};
+pub use crate::blocks::{plan_block_summary, BlockCommitPlan, MAX_BLOCK_ID_LENGTH, MAX_BLOCK_TARGETS};
 use crate::convert::{arg_or_throw, throw};
 pub use crate::recall::{recall_search, RecallSearch};
 pub use crate::report::{extractive_report, ReportOptions};
 pub use crate::rewind::rewind;
 pub use crate::store::{
-    compact_store, complete_fold, has_active, has_active_sync, latest_mark, list_marks, mark, open_store,
+    compact_store, complete_fold, find_mark, has_active, has_active_sync, latest_mark, list_marks, mark, open_store,
 };
 pub use crate::types::*;
 pub use crate::zstd::{decode_zstd, decode_zstd_log};
@@ -42,6 +47,10 @@ const MAX_LOG_LENGTH: f64 = u32::MAX as f64 - 1.0;
 /// Region selection alone, synchronously: what a fold at `anchor` would replace right now.
 #[napi(ts_args_type = "snapshot: Uint32Array, anchor: number")]
 pub fn select_region(env: &Env, snapshot: Unknown<'_>, anchor: Unknown<'_>) -> Result<FoldRegion> {
+    guard::throwing(env, "selectRegion", || select_region_checked(env, snapshot, anchor))
+}
+
+fn select_region_checked(env: &Env, snapshot: Unknown<'_>, anchor: Unknown<'_>) -> Result<FoldRegion> {
     let words = arg_or_throw!(env, convert::snapshot(&snapshot));
     let anchor = arg_or_throw!(env, convert::integer(&anchor, "anchor", MAX_LOG_LENGTH));
     let region = Surface::decode(&words)
@@ -57,6 +66,10 @@ pub fn select_region(env: &Env, snapshot: Unknown<'_>, anchor: Unknown<'_>) -> R
 /// The commit-time check: does `snapshot` still select exactly `plan`'s region?
 #[napi(ts_args_type = "plan: FoldPlan | FoldRegion, snapshot: Uint32Array")]
 pub fn plan_matches(env: &Env, plan: Unknown<'_>, snapshot: Unknown<'_>) -> Result<bool> {
+    guard::throwing(env, "planMatches", || plan_matches_checked(env, plan, snapshot))
+}
+
+fn plan_matches_checked(env: &Env, plan: Unknown<'_>, snapshot: Unknown<'_>) -> Result<bool> {
     let words = arg_or_throw!(env, convert::snapshot(&snapshot));
     if plan.get_type()? != ValueType::Object {
         return Err(throw(
@@ -81,7 +94,11 @@ pub fn plan_matches(env: &Env, plan: Unknown<'_>, snapshot: Unknown<'_>) -> Resu
 
 /// Whether `value` is an error raised by dsh-fold (an `Error` whose `code` is one of ours).
 #[napi]
-pub fn is_fold_error(value: Unknown<'_>) -> Result<bool> {
+pub fn is_fold_error(env: &Env, value: Unknown<'_>) -> Result<bool> {
+    guard::throwing(env, "isFoldError", || is_fold_error_checked(value))
+}
+
+fn is_fold_error_checked(value: Unknown<'_>) -> Result<bool> {
     if value.get_type()? != ValueType::Object {
         return Ok(false);
     }
@@ -96,6 +113,6 @@ pub fn is_fold_error(value: Unknown<'_>) -> Result<bool> {
 
 /// Every error code dsh-fold can produce.
 #[napi]
-pub fn fold_error_codes() -> Vec<&'static str> {
-    FoldError::CODES.to_vec()
+pub fn fold_error_codes(env: &Env) -> Result<Vec<&'static str>> {
+    guard::throwing(env, "foldErrorCodes", || Ok(FoldError::CODES.to_vec()))
 }

@@ -17,13 +17,14 @@ export interface StoreOptions {
  * The session side of a fold, called on the JS thread. `rewind` calls `snapshot` once (and, when
  * the store is in memory, before it returns its promise) with the fold's anchor (the mark's log
  * length: a node no fold from it can reach may carry 0 chars); `summarize` up to
- * `maxSummarizationRetries + 1` times, and it must return a native `Promise`; `commit` at most
+ * `maxSummarizationRetries + 1` times, and what it returns is awaited as `await` does (a
+ * promise, any thenable, or the reply itself; a thenable's first callback counts); `commit` at most
  * once, and it must run synchronously: re-snapshot, check `planMatches(plan, snapshot)`, and
  * append the replacement only when it holds. Callbacks are called with the host as `this`.
  */
 export interface RewindHost {
   snapshot(anchor: number): Uint32Array
-  summarize(region: FoldRegion, attempt: number): Promise<string | SummaryReply>
+  summarize(region: FoldRegion, attempt: number): PromiseLike<string | SummaryReply> | string | SummaryReply
   commit(plan: FoldPlan): 'committed' | 'changed'
 }
 
@@ -31,10 +32,11 @@ export interface RewindHost {
  * A checkpoint service other than dsh-fold's store, with the reference's contract
  * (`@dpskh/tool-checkpoint`'s `ctx.checkpoint`): `rewind` reads the mark through `latestMark`
  * (`undefined` or `null` when there is none; `foldedAt` absent or `null` while active) and stamps
- * it through `completeFold`. Either may return a promise or the value itself.
+ * it through `completeFold`. Either may return a promise (any thenable) or the value itself: it
+ * is awaited as `await` does.
  */
 export interface CheckpointService {
-  latestMark(sessionId: string): Promise<ForeignMark | undefined | null> | ForeignMark | undefined | null
+  latestMark(sessionId: string): PromiseLike<ForeignMark | undefined | null> | ForeignMark | undefined | null
   completeFold(sessionId: string, markId: number): unknown
 }
 

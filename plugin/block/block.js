@@ -40,7 +40,7 @@ import { HarnessError, boundContextSummary, createUserMessage } from '@deepseek-
 import Schema from '@deepseek-ai/schemastery'
 
 import { addon } from '../shared/addon.js'
-import { blockIdsOrNone, codedError, normalizeBlockIds, normalizeSummary, normalizeTimeout } from './args.js'
+import { blockIdsOrNone, codedError, normalizeBlockIds, normalizeDescription, normalizeSummary, normalizeTimeout, MAX_DESCRIPTION_CHARS } from './args.js'
 import { writeCommit, writeFailure } from './commit.js'
 import { programCallee, recallHint, recallToolName } from '../recall/hint.js'
 import { SessionBlocks } from './log.js'
@@ -452,7 +452,7 @@ function runTool(ctx, { toolName, maxTimeoutMs }) {
     },
     presentCall: (/** @type {any} */ args) => ({
       card: 'generic',
-      title: `[${blockIdsOrNone(args).join(', ')}] ${args.description}`,
+      title: `[${blockIdsOrNone(args).join(', ')}] ${String(args.description ?? '').slice(0, MAX_DESCRIPTION_CHARS)}`,
       kind: 'execute',
       rawInput: args.code,
     }),
@@ -461,6 +461,7 @@ function runTool(ctx, { toolName, maxTimeoutMs }) {
       let timeoutMs
       try {
         normalizeBlockIds(args)
+        normalizeDescription(args.description)
         timeoutMs = normalizeTimeout(args.timeoutMs, maxTimeoutMs)
       } catch (e) {
         throw toToolError(e)

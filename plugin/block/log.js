@@ -20,6 +20,7 @@
  * The reading is incremental: each event is looked at once, when the state catches up.
  */
 import { blockIdsOrNone } from './args.js'
+import { compactionLock } from '../shared/compaction-lock.js'
 import { eventLog } from '../shared/surface.js'
 
 /**
@@ -109,6 +110,9 @@ export class SessionBlocks {
   /** @param {any} event */
   #read(event) {
     const data = event.data
+    // DSH's compaction lock, by the one shared rule (a start left open by an earlier life of the
+    // session is stale after its `session/end-seed`, as DSH's own compaction treats it).
+    this.openCompaction = compactionLock(this.openCompaction, event)
     switch (event.type) {
       case 'turn/start':
         this.openTurn = data.turn
@@ -121,11 +125,7 @@ export class SessionBlocks {
         if (typeof config?.provider === 'string' && typeof config?.model === 'string') this.route = { provider: config.provider, model: config.model }
         break
       }
-      case 'compaction/start':
-        this.openCompaction = event.seq
-        break
       case 'compaction/end': {
-        this.openCompaction = undefined
         const tag = tagOf(data)
         if (tag !== undefined) {
           // Only a deferred request is owed a note: an immediate one failed inside the program,
@@ -139,11 +139,6 @@ export class SessionBlocks {
         }
         break
       }
-      case 'session/end-seed':
-        // A start left open by an earlier life of the session (a crash mid-bracket) is stale
-        // after a restore or fork: DSH's own compaction treats it the same way.
-        this.openCompaction = undefined
-        break
       case 'user/message': {
         const tag = tagOf(data?.source)
         if (tag !== undefined) this.settle(tag)

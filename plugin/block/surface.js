@@ -26,6 +26,7 @@
  */
 import { blockIdsOrNone } from './args.js'
 import { noticedRequests } from './log.js'
+import { compactionLock } from '../shared/compaction-lock.js'
 import { eventLog } from '../shared/surface.js'
 
 const FORMAT = 2
@@ -98,8 +99,8 @@ class BlockDescriptors {
   /** the sets in wire form: length, then members */
   setWords = new Uint32Array(64)
   setWordsUsed = 0
-  /** a `compaction/start` has no `compaction/end` (nor a later `session/end-seed`) yet */
-  compactionOpen = false
+  /** @type {number | undefined} the live `compaction/start` (plugin/shared/compaction-lock.js) */
+  compaction = undefined
 
   /** @param {string} blockToolName @param {(event: any) => boolean} isProtected */
   constructor(blockToolName, isProtected) {
@@ -252,14 +253,8 @@ class BlockDescriptors {
         }
         break
       }
-      case 'compaction/start':
-        this.compactionOpen = true
-        break
-      case 'compaction/end':
-      case 'session/end-seed':
-        this.compactionOpen = false
-        break
     }
+    this.compaction = compactionLock(this.compaction, event)
     if (op !== undefined && this.isProtected(event)) meta |= PROTECTED
     this.meta[seq] = meta
     this.link[seq] = link
@@ -313,7 +308,7 @@ export function blockSnapshot(session, { blockToolName = 'block_run_code', isPro
   const words = new Uint32Array(5 + n * 4 + 1 + d.setWordsUsed + d.idWordsUsed)
   words[0] = FORMAT
   words[1] = d.size
-  words[2] = d.compactionOpen ? OPEN_COMPACTION : 0
+  words[2] = d.compaction !== undefined ? OPEN_COMPACTION : 0
   words[3] = d.ids.length
   words[4] = n
   let w = 5

@@ -1,13 +1,14 @@
 /**
  * @module plugin/fold/host
  * The `RewindHost` over a real DSH `Session`: what the addon's `rewind` calls back.
- * `commit` is the one synchronous step of a fold: re-check the region (`planMatches` on a fresh
- * snapshot, unless the log has not grown since the first one), append the replacement; nothing
- * can interleave with it.
+ * `commit` is the one synchronous step of a fold: answer `changed` while another producer holds
+ * DSH's compaction lock, re-check the region (`planMatches` on a fresh snapshot, unless the log
+ * has not grown since the first one), append the replacement; nothing can interleave with it.
  */
 import { createUserMessage } from '@deepseek-ai/dsh-llm'
 
 import { addon } from '../shared/addon.js'
+import { liveCompaction } from '../shared/compaction-lock.js'
 import { nodesTokens } from '../shared/meter.js'
 import { REWIND_REPORT_SOURCE, eventLog, surfaceSnapshot } from '../shared/surface.js'
 
@@ -54,6 +55,9 @@ export function sessionHost(session, summarize, options = {}) {
         }
       : summarize,
     commit: (plan) => {
+      // Another producer's compaction opened during the fold holds DSH's compaction lock: the
+      // surface inside its bracket is its to replace (the fold is CHANGED; a retry waits).
+      if (liveCompaction(session) !== undefined) return 'changed'
       // The log is append-only: if nothing was appended since the snapshot the region was
       // selected on, the surface is the same and so is the region. Else re-select and compare.
       if (session.seq !== seen && !addon.planMatches(plan, surfaceSnapshot(session, { ...options, anchor: plan.anchor }))) return 'changed'

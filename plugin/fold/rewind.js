@@ -9,6 +9,9 @@
  * generator); the commit re-checks the region and appends ONE replacement `user/message`
  * (`surfaceOp: replace`, source `{kind:'plugin', plugin:'rewind', markId}`) in one synchronous
  * step; then the mark is stamped folded. Any failure before the commit writes nothing.
+ * While another producer holds DSH's compaction lock (a live `compaction/start`,
+ * plugin/shared/compaction-lock.js) the rewind waits for its end, at most `reportTimeoutMs`
+ * (then `COMPACTION_BUSY`); a bracket opened during the fold makes its commit `CHANGED`.
  * No plugin events enter the session log.
  *
  * The turn guard: while the latest mark is active, `agent/turn-stopping` injects a standing
@@ -21,6 +24,7 @@ import { defineTool } from '@deepseek-ai/dsh-tools'
 import Schema from '@deepseek-ai/schemastery'
 
 import { addon } from '../shared/addon.js'
+import { compactionReleased } from '../shared/compaction-lock.js'
 import { toToolError } from '../shared/errors.js'
 import { extractiveSummarizer, fallbackSummarizer } from './extractive.js'
 import { llmSummarizer } from './summarize.js'
@@ -183,6 +187,10 @@ export default class RewindService extends Service {
     const store = checkpoint.store
     const marks = typeof store === 'string' || typeof store?.path === 'string' ? store : checkpoint
     try {
+      // DSH's compaction lock: while another producer's compaction of this session is live, its
+      // replacement is being written over the surface; a fold now would replace messages inside
+      // that bracket. Wait for its end, within the report's time bound (or the abort).
+      await compactionReleased(this.ctx, session, { timeoutMs: config.reportTimeoutMs, signal, what: 'the rewind' })
       const meter = this.meter
       const hint = (/** @type {number} */ markId) => recallHint(this.ctx, { fold: markId }, config.reportLanguage, { program: options.program })
       const { stampError, ...result } = await addon.rewind(marks, session.id, sessionHost(session, summarize, { ...options, meter, hint }), {

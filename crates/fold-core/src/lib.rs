@@ -10,12 +10,15 @@
 //! - [`fold`]: the rewind transaction, in its order: a state machine the host drives.
 //! - [`recall`]: the linear-time matcher of the `recall` tool.
 //! - [`blocks`]: what a block summary replaces — block mode's rules, in one file.
+//! - `fuzz`: the fuzz targets (`npm run fuzz`), replayed from their corpus by `cargo test`.
 
 #![forbid(unsafe_code)]
 
 pub mod blocks;
 pub mod error;
 pub mod fold;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod locks;
 pub mod meter;
 pub mod recall;

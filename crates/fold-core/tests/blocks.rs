@@ -158,7 +158,7 @@ impl Session {
         BlockSurface::decode(&self.words()).expect("a valid snapshot")
     }
 
-    fn plan_at(&self, targets: &[&str], request_seq: u64) -> Result<Plan, fold_core::FoldError> {
+    fn plan_at<S: AsRef<str>>(&self, targets: &[S], request_seq: u64) -> Result<Plan, fold_core::FoldError> {
         blocks::plan(&self.surface(), &ids(targets), request_seq, false)
     }
 
@@ -174,7 +174,7 @@ impl Session {
         }
     }
 
-    fn rejected(&self, targets: &[&str], request_seq: u64) -> (&'static str, String) {
+    fn rejected<S: AsRef<str>>(&self, targets: &[S], request_seq: u64) -> (&'static str, String) {
         let err = self
             .plan_at(targets, request_seq)
             .expect_err("the plan should be rejected");
@@ -704,6 +704,30 @@ fn a_parallel_call_still_running_in_the_range_makes_it_wait() {
 }
 
 #[test]
+fn open_calls_past_u32_in_all_still_make_it_wait() {
+    // Found by the fuzz campaign (snapshot_v2): two messages claiming 2^31 calls each, none
+    // answered. The count of open calls was a u32 sum: it overflowed (a panic in a debug build,
+    // and in a release build 0 open calls: a commit replacing calls without their results).
+    let mut s = Session::default();
+    for _ in 0..2 {
+        let seq = s.next;
+        s.push(BlockNode {
+            opens: 1 << 31,
+            set: s.clone().intern(&["A"]),
+            ..BlockNode::new(seq, Kind::Assistant)
+        });
+    }
+    s.intern(&["A"]);
+    match s.plan(&["A"]) {
+        Ok(Plan::Pending(p)) => {
+            assert_eq!(p.wait, Wait::Results);
+            assert!(p.reason.contains("waiting for 4294967296 tool call(s)"), "{}", p.reason);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
 fn an_open_compaction_makes_it_wait() {
     let mut s = seed_surface();
     s.open_compaction = true;
@@ -774,6 +798,61 @@ fn bad_targets_and_request_seqs_are_invalid_arguments() {
     assert_eq!(
         (err.code(), err.to_string().contains("sessionId")),
         ("INVALID_ARGUMENT", true)
+    );
+}
+
+#[test]
+fn more_targets_than_the_cap_are_invalid_before_anything_is_compared() {
+    // A program can pass 200,000 ids for the price of one call: the planner refuses them by
+    // count, naming the cap, and its message stays short however many there are.
+    let s = seed_surface();
+    let end = u64::from(s.next);
+    let many: Vec<String> = (0..blocks::MAX_TARGETS + 1).map(|i| format!("id-{i}")).collect();
+    let (code, msg) = s.rejected(&many, end);
+    assert_eq!(code, "INVALID_ARGUMENT", "{msg}");
+    assert!(msg.contains(&blocks::MAX_TARGETS.to_string()), "{msg}");
+    assert!(msg.len() < 400, "{} chars: {}", msg.len(), &msg[..400.min(msg.len())]);
+    // At the cap, the request is planned (unknown ids here), and its message is bounded too.
+    let at_cap: Vec<String> = (0..blocks::MAX_TARGETS).map(|i| format!("id-{i}")).collect();
+    let (code, msg) = s.rejected(&at_cap, end);
+    assert_eq!(code, "UNKNOWN_BLOCK");
+    assert!(msg.contains(&format!("and {} more", blocks::MAX_TARGETS - 12)), "{msg}");
+}
+
+#[test]
+fn every_message_shows_a_long_id_cut_short() {
+    // An id is the model's text: a message names it, but never more than a short prefix of it.
+    let s = seed_surface();
+    let end = u64::from(s.next);
+    let long = "x".repeat(blocks::MAX_ID_UNITS + 1);
+    let (code, msg) = s.rejected(&[long.as_str()], end);
+    assert_eq!(code, "INVALID_ARGUMENT", "{msg}");
+    assert!(
+        msg.contains(&blocks::MAX_ID_UNITS.to_string()) && msg.len() < 400,
+        "{msg}"
+    );
+    let near = "y".repeat(blocks::MAX_ID_UNITS);
+    for targets in [vec![near.as_str(), "A", near.as_str()], vec![near.as_str()]] {
+        let (code, msg) = s.rejected(&targets, end);
+        assert!(["INVALID_ARGUMENT", "UNKNOWN_BLOCK"].contains(&code), "{code}");
+        assert!(msg.len() < 600, "{code}: {} chars: {msg}", msg.len());
+        assert!(msg.contains('…'), "{msg}");
+    }
+}
+
+#[test]
+fn many_distinct_and_repeated_targets_are_checked_in_linear_time() {
+    // Not a timing assertion: a repeat at the very end of a full list is found (the check is a
+    // set, so its position costs nothing), and named by both positions.
+    let s = seed_surface();
+    let end = u64::from(s.next);
+    let mut many: Vec<String> = (0..blocks::MAX_TARGETS - 1).map(|i| format!("id-{i}")).collect();
+    many.push("id-3".to_owned());
+    let (code, msg) = s.rejected(&many, end);
+    assert_eq!(code, "INVALID_ARGUMENT");
+    assert!(
+        msg.contains(&format!("targets[{}] repeats targets[3]", blocks::MAX_TARGETS - 1)),
+        "{msg}"
     );
 }
 
