@@ -36,15 +36,15 @@ function snapshot(dir) {
 }
 
 /**
- * Runs the command; resolves {code, stdout, stderr}.
- * @param {string[]} args @param {Record<string, string | undefined>} env
+ * Runs the command (this checkout's, or the executable `bin`); resolves {code, stdout, stderr}.
+ * @param {string[]} args @param {Record<string, string | undefined>} env @param {string} [bin]
  */
-function run(args, env) {
+function run(args, env, bin) {
   return /** @type {Promise<{code: number | null, stdout: string, stderr: string}>} */ (
     new Promise((resolve, reject) => {
       const full = { ...process.env, ...env }
       for (const [k, v] of Object.entries(env)) if (v === undefined) delete full[k]
-      const child = spawn(process.execPath, [BIN, ...args], { env: full, stdio: ['ignore', 'pipe', 'pipe'] })
+      const child = bin ? spawn(bin, args, { env: full, stdio: ['ignore', 'pipe', 'pipe'] }) : spawn(process.execPath, [BIN, ...args], { env: full, stdio: ['ignore', 'pipe', 'pipe'] })
       let stdout = ''
       let stderr = ''
       child.stdout.setEncoding('utf8').on('data', (d) => (stdout += d))
@@ -183,6 +183,14 @@ describe('dsh-fold try on a real installed host', { skip: SKIP }, () => {
     assert.ok(j.sessionLog.startsWith(path.join(dshHome, 'sessions')), j.sessionLog)
     assert.ok(statSync(j.sessionLog).size > 0, 'the session stays in the named home')
     assert.equal(j.folds.length, 1)
+    // The profile's own copy (installed, not a checkout) runs try in a temporary home: it packs
+    // its installed folder and the platform package it loaded.
+    const copy = await run(['try', '--json'], { ...userEnv(), DSH_HOME: undefined }, path.join(dshHome, 'profiles', 'headless', 'node_modules', '.bin', 'dsh-fold'))
+    assert.equal(copy.code, 0, copy.stderr)
+    const cj = JSON.parse(copy.stdout)
+    assert.equal(cj.temporary, true)
+    assert.equal(cj.folds.length, 1)
+    assert.match(copy.stderr, /dsh-fold 0\.1\.0 installed from this installed copy \(.*profiles\/headless\/node_modules\/dsh-fold\/?\), packed/)
     const other = await run(['try', '--profile', 'mine'], userEnv())
     assert.equal(other.code, 1)
     assert.match(other.stderr, /profile mine in .*\.dsh has no dsh-fold bundle; add it \(dsh plugin --profile mine add dsh-fold\)/)
