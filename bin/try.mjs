@@ -254,8 +254,10 @@ export async function runTry(opts, cli) {
     return completed ? 0 : 1
   } finally {
     await server?.close()
+    // Removed while the signal handlers are still ours: an interrupt now waits for the removal
+    // instead of killing the process halfway through it.
+    cleanup()
     process.off('SIGINT', onSignal)
     process.off('SIGTERM', onSignal)
-    cleanup()
   }
 }
