@@ -221,6 +221,32 @@ describe('dsh-fold try on a real installed host', { skip: SKIP }, () => {
     }
   })
 
+  test('Ctrl-C mid-run: exit 130, the host\'s process group gone, the temporary home removed', async () => {
+    const full = { ...process.env, ...userEnv() }
+    for (const [k, v] of Object.entries(userEnv())) if (v === undefined) delete full[k]
+    const child = spawn(process.execPath, [BIN, 'try'], { env: full, stdio: ['ignore', 'pipe', 'pipe'] })
+    let out = ''
+    /** @type {number | null} */
+    const code = await new Promise((resolve) => {
+      child.stdout.setEncoding('utf8').on('data', (d) => {
+        out += d
+        // Interrupt once the host runs: the first thing the model did is on screen.
+        if (/→ checkpoint/.test(out) && !child.killed) child.kill('SIGINT')
+      })
+      child.on('close', (c) => resolve(c))
+    })
+    assert.equal(code, 130, out)
+    const hosts = readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
+      try {
+        return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('bin/host/boot.mjs') && readFileSync(`/proc/${p}/environ`, 'utf8').includes(tmpdirOfRuns)
+      } catch {
+        return false
+      }
+    })
+    assert.deepEqual(hosts, [], 'no host process of this run is left')
+    assert.deepEqual(readdirSync(tmpdirOfRuns).filter((f) => f !== 'node-compile-cache'), [], 'the temporary home is removed')
+  })
+
   test('usage: --cwd without a key, no TASK with a key', async () => {
     const a = await run(['try', '--cwd', tmp], userEnv())
     assert.equal(a.code, 64)
