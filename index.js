@@ -839,6 +839,7 @@ module.exports.ReportFacts = nativeBinding.ReportFacts
 module.exports.compactStore = nativeBinding.compactStore
 module.exports.completeFold = nativeBinding.completeFold
 module.exports.decodeZstd = nativeBinding.decodeZstd
+module.exports.decodeZstdLog = nativeBinding.decodeZstdLog
 module.exports.extractiveReport = nativeBinding.extractiveReport
 module.exports.extractiveReportOf = nativeBinding.extractiveReportOf
 module.exports.findMark = nativeBinding.findMark
