@@ -65,6 +65,7 @@ describe('no panic crosses the Node-API boundary', () => {
     recallSearch: `fold.recallSearch(['a'], 'a')`,
     extractiveReport: `fold.extractiveReport('[]')`,
     decodeZstd: `fold.decodeZstd(new Uint8Array(0))`,
+    decodeZstdLog: `fold.decodeZstdLog(new Uint8Array(0))`,
     hasActiveSync: `fold.hasActiveSync(store, 's')`,
     mark: `fold.mark(store, 's', 2)`,
     latestMark: `fold.latestMark(store, 's')`,
