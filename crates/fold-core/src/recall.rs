@@ -243,6 +243,32 @@ mod tests {
     }
 
     #[test]
+    fn chinese_text_matches_with_the_unicode_tables_recall_keeps() {
+        // What recall keeps of Unicode (regex's unicode-case and unicode-perl): case folding
+        // beyond ASCII, and \w, \d, \s, \b on any script.
+        let texts = [
+            "错误：解析失败 in src/解析器.rs 第１２行",
+            "ÉTÉ est là\u{3000}fin",
+            "Ошибка: ФАЙЛ",
+        ];
+        assert_eq!(lines(&texts, "解析"), vec![(0, 0, 3, 5)]);
+        assert_eq!(lines(&texts, "/解析.败/"), vec![(0, 0, 3, 7)]);
+        assert_eq!(lines(&texts, r"/^\w+/"), vec![(0, 0, 0, 2), (1, 0, 0, 3), (2, 0, 0, 6)]);
+        assert_eq!(lines(&texts, r"/第\d+行/"), vec![(0, 0, 22, 26)]);
+        assert_eq!(lines(&texts, r"/là\sfin/"), vec![(1, 0, 8, 14)]);
+        assert_eq!(lines(&texts, r"/\bsrc\b/"), vec![(0, 0, 11, 14)]);
+        assert_eq!(lines(&texts, "/été/i"), vec![(1, 0, 0, 3)]);
+        assert_eq!(
+            lines(&texts, "файл"),
+            vec![(2, 0, 8, 12)],
+            "a smart-case literal folds Cyrillic"
+        );
+        assert_eq!(lines(&texts, "/ошибка/i"), vec![(2, 0, 0, 6)]);
+        // (Script and category classes, `\p{Han}`, are what the addon's build leaves out; the
+        // addon's test checks both halves on the shipped engine: __test__/recall.test.mjs.)
+    }
+
+    #[test]
     fn catastrophic_backtracking_patterns_run_linearly() {
         // (a+)+$ and (a|aa)*c take exponential time in a backtracking engine on "aaaa…b".
         let text = format!("{}b", "a".repeat(50_000));
