@@ -68,6 +68,71 @@ export type BlockPlan =
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+/** One session's mirror. */
+export declare class SessionMirror {
+  /** The mirror of an empty session. */
+  constructor()
+  /**
+   * Describes the next events of the log: `words[0..length]` (all of `words` when `length` is
+   * absent) holds one record after another (format: `crates/fold-core/src/mirror.rs`). A record
+   * out of step throws `INVALID_ARGUMENT` and leaves the mirror broken until rebuilt.
+   */
+  push(words: Uint32Array, length?: number | undefined | null): void
+  /**
+   * Rebuilds the surface index from a description of the surface as it is now (the load
+   * format). The log index is unknown until `loadLog`.
+   */
+  load(words: Uint32Array): void
+  /**
+   * Learns the log index of a loaded mirror: the open `compaction/start` (or `0xFFFFFFFF`) and
+   * every replacement's record, in log order.
+   */
+  loadLog(openCompaction: number, words: Uint32Array): void
+  /** Forgets everything: the mirror of an empty session again. */
+  reset(): void
+  /** Interns a list of block ids (exact UTF-16): the set word a record carries (0 for none). */
+  intern(ids: string[]): number
+  /** The log length the mirror describes. */
+  get eventCount(): number
+  /** Replaces applied (DSH's `surface.replaceGeneration` for the same log). */
+  get generation(): number
+  /** Why the mirror cannot answer until rebuilt, or `null`. */
+  get broken(): string | null
+  /** Whether the log index (open compaction, replacements) is known. */
+  get logKnown(): boolean
+  /** Surface nodes. */
+  get length(): number
+  /** The surface's token price (when every node is priced) and chars. */
+  surfacePrice(): NodesPrice
+  /** The price of the described events `seqs`. */
+  price(seqs: Uint32Array): NodesPrice
+  /**
+   * The seq of the rewind report of `markId` on the surface appended at or after `anchor`, if
+   * any, and the tokens its fold freed (its sources' price minus its own), when priced.
+   */
+  reportOf(markId: number, anchor: number): { seq: number, tokensFreed?: number } | null
+  /**
+   * The session's replacements, in log order (recall's listing); `null` while the log index is
+   * unknown (`loadLog`).
+   */
+  replacements(): Array<MirrorReplacement> | null
+  /**
+   * The original messages a fold or block summary stands for, in model order, nested folds and
+   * block summaries opened up (recall's rule); `null` when `seq` is no known replacement.
+   */
+  originals(seq: number): Uint32Array | null
+  /** The opener (assistant seq) of the call the tool result `seq` answers, when known. */
+  opener(seq: number): number | null
+  /** Approximate heap bytes the mirror holds. */
+  heapBytes(): number
+  /**
+   * A canonical description of everything a planner reads (tests compare two mirrors by it);
+   * `nodeIds: false` leaves out the nodes' block ids (a mirror rebuilt from its surface knows
+   * the ids a compaction covered only when block mode had every event described).
+   */
+  canonical(nodeIds?: boolean | undefined | null): string
+}
+
 /** What a summary of `closed` replaces right now. */
 export interface BlockCommitPlan {
   /** Seq of the first replaced surface node (the replace op's `start`). */
@@ -80,6 +145,13 @@ export interface BlockCommitPlan {
   remaining: string[]
   /** The targets, in request order. */
   closed: string[]
+  /** With a session mirror: the replaced nodes' model-visible chars. */
+  chars?: number
+  /**
+   * With a session mirror whose nodes a token meter priced: the replaced nodes' token price
+   * (the commit's shadow price).
+   */
+  tokens?: number
 }
 
 /**
@@ -171,10 +243,33 @@ export interface MarkRecord {
   foldedAt: number | null
 }
 
+/** One replacement of the session's history, as recall lists it. */
+export interface MirrorReplacement {
+  seq: number
+  /** `fold` (a rewind report), `block` (a block summary), `compaction`, or `rewrite`. */
+  kind: 'fold' | 'block' | 'compaction' | 'rewrite'
+  /** A fold's mark id. */
+  markId?: number
+  /** A block summary's closed ids. */
+  closed?: string[] | undefined
+  /** A block summary's carried ids. */
+  remaining?: string[] | undefined
+  /** The message events it cites, in its order. */
+  sources: Uint32Array
+}
+
 /** A mark as `mark` returns it: the id to fold to and the anchor. */
 export interface NewMark {
   id: number
   logLength: number
+}
+
+/** The token and char price of some nodes ([`SessionMirror::price`]). */
+export interface NodesPrice {
+  /** Model-visible chars (UTF-16 units) of the described nodes among them. */
+  chars: number
+  /** Their token price, when every one is described and priced by a token meter. */
+  tokens?: number
 }
 
 /**
@@ -190,10 +285,13 @@ export declare function openStore(store: StoreRef): Promise<void>
  * Plans a block summary of `targets` requested at log length `requestSeq`: what it replaces now,
  * or why it must wait. Pure and synchronous; writes nothing.
  */
-export declare function planBlockSummary(sessionId: string, snapshot: Uint32Array, targets: string[], requestSeq: number): BlockPlan
+export declare function planBlockSummary(sessionId: string, snapshot: SessionMirror | Uint32Array, targets: string[], requestSeq: number): BlockPlan
 
-/** The commit-time check: does `snapshot` still select exactly `plan`'s region? */
-export declare function planMatches(plan: FoldPlan | FoldRegion, snapshot: Uint32Array): boolean
+/**
+ * The commit-time check: does the surface (a snapshot, or a session mirror with the same
+ * `current` as the selection) still select exactly `plan`'s region?
+ */
+export declare function planMatches(plan: FoldPlan | FoldRegion, surface: Uint32Array | SessionMirror, current?: number | null): boolean
 
 /** The lines of `texts` that match `query` (see the module contract). */
 export declare function recallSearch(texts: string[], query: string, maxHits?: number | null): RecallSearch
@@ -206,6 +304,11 @@ export interface RecallSearch {
   total: number
   /** Whether the query was a literal substring (not a `/regex/`). */
   literal: boolean
+}
+
+export interface ReportOf {
+  seq: number
+  tokensFreed?: number
 }
 
 /** Options of `extractiveReport`. */
@@ -263,8 +366,12 @@ export interface RewindResult {
   stampError?: string
 }
 
-/** Region selection alone, synchronously: what a fold at `anchor` would replace right now. */
-export declare function selectRegion(snapshot: Uint32Array, anchor: number): FoldRegion
+/**
+ * Region selection alone, synchronously: what a fold at `anchor` would replace right now, on a
+ * snapshot or a session mirror. With a mirror, `current` is the seq of the assistant node
+ * carrying the rewind call (absent: inferred, as a snapshot's `NONE`).
+ */
+export declare function selectRegion(surface: Uint32Array | SessionMirror, anchor: number, current?: number | null): FoldRegion
 
 /** What `summarize` resolves to (or just the report string). */
 export interface SummaryReply {

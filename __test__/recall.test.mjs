@@ -343,7 +343,7 @@ describe('recall after block commits', () => {
       requestSeq,
       route: { provider: 'scripted', model: 'm1' },
       turn: 1,
-      meter: undefined,
+      metered: false,
       language: 'en',
       hint: (closed) => recallHint(root, { block: closed[0] }, 'en'),
     })
@@ -468,5 +468,35 @@ describe('recall bounds', () => {
 
   it('every error code is one of RECALL_ERROR_CODES', () => {
     assert.deepEqual([...RECALL_ERROR_CODES].sort(), ['BAD_QUERY', 'FOREIGN_MARK', 'INVALID_ARGUMENT', 'NOTHING_FOLDED', 'UNKNOWN_BLOCK', 'UNKNOWN_FOLD'])
+  })
+})
+
+describe("recall's regex engine as the addon ships it", () => {
+  const texts = ['错误：解析失败 in src/解析器.rs 第１２行', 'ÉTÉ est là\u3000fin', 'Ошибка: ФАЙЛ']
+  /** @param {string} query */
+  const lines = (query) => {
+    const found = addon.recallSearch(texts, query)
+    const out = []
+    for (let w = 0; w < found.hits.length; w += 4) out.push(Array.from(found.hits.slice(w, w + 4)))
+    return out
+  }
+
+  it('matches Chinese (and other non-ASCII) text as before the Unicode tables were trimmed', () => {
+    // The same figures as the core's test, which runs with the full tables.
+    assert.deepEqual(lines('解析'), [[0, 0, 3, 5]])
+    assert.deepEqual(lines('/解析.败/'), [[0, 0, 3, 7]])
+    assert.deepEqual(lines('/^\\w+/'), [[0, 0, 0, 2], [1, 0, 0, 3], [2, 0, 0, 6]])
+    assert.deepEqual(lines('/第\\d+行/'), [[0, 0, 22, 26]])
+    assert.deepEqual(lines('/là\\sfin/'), [[1, 0, 8, 14]])
+    assert.deepEqual(lines('/\\bsrc\\b/'), [[0, 0, 11, 14]])
+    assert.deepEqual(lines('/été/i'), [[1, 0, 0, 3]])
+    assert.deepEqual(lines('файл'), [[2, 0, 8, 12]])
+    assert.deepEqual(lines('/ошибка/i'), [[2, 0, 0, 6]])
+  })
+
+  it('refuses script and category classes, which the binary leaves out, as a coded bad query', () => {
+    for (const query of ['/\\p{Han}/', '/\\p{Greek}/', '/\\p{Lu}/']) {
+      assert.throws(() => addon.recallSearch(texts, query), (e) => /** @type {any} */ (e).code === 'INVALID_ARGUMENT' && /is not valid/.test(/** @type {any} */ (e).message), query)
+    }
   })
 })

@@ -2,11 +2,12 @@
 //!
 //! | core step            | JS                                                                   |
 //! |----------------------|----------------------------------------------------------------------|
-//! | `Step::Snapshot`     | `host.snapshot(anchor): Uint32Array`                                 |
+//! | `Step::Snapshot`     | `host.snapshot(anchor): Uint32Array \| SessionMirror` (+ `current`)  |
 //! | `Step::Summarize`    | `host.summarize(region, attempt): Promise<string \| SummaryReply>`  |
 //! | `Step::Commit`       | `host.commit(plan): 'committed' \| 'changed'` — synchronous          |
 //! | the mark             | the store's memory, or `checkpoint.latestMark(sessionId)`            |
-//! | `Step::Stamp`        | the store, off the JS thread, or `checkpoint.completeFold(id, mark)` |
+//! | `Step::Stamp`        | the store's group commit, or `checkpoint.completeFold(id, mark)`,    |
+//! |                      | after the fold's promise is settled                                  |
 //!
 //! Every call catches what the callback throws, so a throw becomes a coded rejection with the
 //! thrown value as `cause`, never an exception escaping the addon. A callback's own mistakes
@@ -14,6 +15,7 @@
 //! commit that answers something else) are classified the same way.
 
 use fold_core::fold::{Anchor, Commit, FoldPlan as CorePlan, FoldRequest, Summary};
+use fold_core::surface::Surface;
 use fold_core::FoldError;
 use napi::bindgen_prelude::*;
 use napi::{Env, ValueType};
@@ -35,6 +37,15 @@ pub struct JsHost {
     snapshot: FunctionRef<(), ()>,
     summarize: FunctionRef<(), ()>,
     commit: FunctionRef<(), ()>,
+    /// `host.current`: the seq of the assistant node carrying the rewind call, for a host whose
+    /// `snapshot` returns a session mirror.
+    current: Option<u32>,
+}
+
+/// What `host.snapshot` gave: the snapshot's words, or the surface read off a session mirror.
+pub enum Taken {
+    Words(Vec<u32>),
+    Surface(Surface),
 }
 
 /// A referenced function of `obj` named `name`, or the argument error.
@@ -86,6 +97,14 @@ impl JsHost {
                 Err(e) => return Ok(Err(e)),
             }
         }
+        let current: Unknown = obj.get_named_property("current")?;
+        let current = match current.get_type()? {
+            ValueType::Undefined | ValueType::Null => None,
+            _ => match convert::integer(&current, "host.current", MAX_LOG_LENGTH)? {
+                Ok(seq) => Some(seq as u32),
+                Err(e) => return Ok(Err(e)),
+            },
+        };
         let commit = fns.pop().expect("three");
         let summarize = fns.pop().expect("three");
         let snapshot = fns.pop().expect("three");
@@ -94,6 +113,7 @@ impl JsHost {
             snapshot,
             summarize,
             commit,
+            current,
         }))
     }
 
@@ -102,16 +122,31 @@ impl JsHost {
         self.this.release(env)
     }
 
-    /// The surface now, for a fold from `anchor`.
-    pub fn snapshot<'e>(&self, env: &'e Env, anchor: u64) -> napi::Result<std::result::Result<Vec<u32>, Failure<'e>>> {
+    /// The surface now, for a fold from `anchor`: a snapshot, or read off the session mirror the
+    /// host returned (which the host brought in step with its session first).
+    pub fn snapshot<'e>(&self, env: &'e Env, anchor: u64) -> napi::Result<std::result::Result<Taken, Failure<'e>>> {
         Ok(
             match self.this.call(env, &self.snapshot, FnArgs::from((anchor as f64,)))? {
-                Ok(v) => match convert::snapshot(&v)? {
-                    Ok(words) => Ok(words),
-                    Err(e) => Err((
-                        FoldError::HostFailed(format!("host.snapshot() returned garbage: {e}")),
-                        None,
-                    )),
+                Ok(v) => match crate::mirror::of(env, &v)? {
+                    Some(m) => m
+                        .mirror
+                        .rewind_surface(anchor, self.current)
+                        .map(Taken::Surface)
+                        .map_err(|e| {
+                            (
+                                FoldError::HostFailed(format!(
+                                    "host.snapshot() returned a session mirror that cannot answer: {e}"
+                                )),
+                                None,
+                            )
+                        }),
+                    None => match convert::snapshot(&v)? {
+                        Ok(words) => Ok(Taken::Words(words)),
+                        Err(e) => Err((
+                            FoldError::HostFailed(format!("host.snapshot() returned garbage: {e}")),
+                            None,
+                        )),
+                    },
                 },
                 Err(thrown) => Err((
                     FoldError::HostFailed(format!("host.snapshot() threw: {}", reason_or_cause(thrown))),

@@ -9,7 +9,7 @@
  */
 import { addon } from '../../plugin/shared/addon.js'
 import { sessionHost } from '../../plugin/fold/host.js'
-import { regionMessages } from '../../plugin/shared/surface.js'
+import { regionMessages } from '../../plugin/shared/session.js'
 
 export { addon }
 

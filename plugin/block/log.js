@@ -15,7 +15,7 @@
  * The reading is incremental: each event is looked at once, when the state catches up.
  */
 import { blockIdsOrNone } from './args.js'
-import { eventLog } from '../shared/surface.js'
+import { eventLog } from '../shared/session.js'
 
 /**
  * @typedef {object} SummaryRequest
