@@ -14,15 +14,25 @@ export interface StoreOptions {
 }
 
 /**
- * The session side of a fold, called on the JS thread. `rewind` calls `snapshot` once (and, when
- * the store is in memory, before it returns its promise) with the fold's anchor (the mark's log
- * length: a node no fold from it can reach may carry 0 chars); `summarize` up to
- * `maxSummarizationRetries + 1` times, and it must return a native `Promise`; `commit` at most
- * once, and it must run synchronously: re-snapshot, check `planMatches(plan, snapshot)`, and
- * append the replacement only when it holds. Callbacks are called with the host as `this`.
+ * The session side of a fold, called on the JS thread.
+ *
+ * The surface: a host with a session mirror hands it over as `mirror` (in step with the session
+ * when `rewind` is called) and names the rewind call's assistant message as `current`; the region
+ * is then read off the mirror with no callback. `snapshot(anchor)` is called instead when there is
+ * no `mirror`, or when the fold had to wait for its mark (the session may have moved): it returns
+ * the mirror brought back in step, or a snapshot (the fold's anchor is the mark's log length: a
+ * node no fold from it can reach may carry 0 chars).
+ *
+ * `summarize` is called up to `maxSummarizationRetries + 1` times, and it must return a native
+ * `Promise`; `commit` at most once, and it must run synchronously: check `planMatches(plan, ...)`
+ * on the surface as it is now (when the log grew since the selection), and append the
+ * replacement only when it holds. The fold's promise settles once `commit` answered
+ * `committed`; the mark's durable stamp follows. Callbacks are called with the host as `this`.
  */
 export interface RewindHost {
-  snapshot(anchor: number): Uint32Array
+  mirror?: SessionMirror
+  current?: number
+  snapshot(anchor: number): Uint32Array | SessionMirror
   summarize(region: FoldRegion, attempt: number): Promise<string | SummaryReply>
   commit(plan: FoldPlan): 'committed' | 'changed'
 }
@@ -92,6 +102,13 @@ export declare class SessionMirror {
   reset(): void
   /** Interns a list of block ids (exact UTF-16): the set word a record carries (0 for none). */
   intern(ids: string[]): number
+  /**
+   * Whether the mirror describes a log of `eventCount` events whose surface had
+   * `generation` replaces: 0 in step, 1 behind (events to describe), 2 out of step (broken,
+   * ahead, or another generation: rebuild it). One call for the check made before every
+   * answer.
+   */
+  step(eventCount: number, generation: number): number
   /** The log length the mirror describes. */
   get eventCount(): number
   /** Replaces applied (DSH's `surface.replaceGeneration` for the same log). */
@@ -342,6 +359,13 @@ export interface RewindOptions {
    * reason as `cause`, and nothing is written.
    */
   signal?: AbortSignal
+  /**
+   * Told when the mark's durable stamp keeps failing after the fold's result was given (the
+   * fold happened; the mark still reads active, and the next `rewind` finishes the stamp): an
+   * `Error` whose `code` is the store's (`STORE_IO`, ...). Without it the error is emitted as
+   * a process warning.
+   */
+  onStampError?: (error: Error & { code: string }) => void
 }
 
 /**
@@ -359,11 +383,6 @@ export interface RewindResult {
   reportChars: number
   /** Region tokens minus report tokens; present only when `summarize` priced both (`tokens`). */
   tokensFreed?: number
-  /**
-   * Present only when the report was committed but the mark could not be stamped folded: the
-   * fold happened, the mark still reads active, and the next `rewind` finishes the stamp.
-   */
-  stampError?: string
 }
 
 /**

@@ -2,7 +2,8 @@
 //!
 //! | core step            | JS                                                                   |
 //! |----------------------|----------------------------------------------------------------------|
-//! | `Step::Snapshot`     | `host.snapshot(anchor): Uint32Array \| SessionMirror` (+ `current`)  |
+//! | `Step::Snapshot`     | `host.mirror` (+ `current`), or `host.snapshot(anchor)`:             |
+//! |                      | `Uint32Array \| SessionMirror`                                       |
 //! | `Step::Summarize`    | `host.summarize(region, attempt): Promise<string \| SummaryReply>`  |
 //! | `Step::Commit`       | `host.commit(plan): 'committed' \| 'changed'` — synchronous          |
 //! | the mark             | the store's memory, or `checkpoint.latestMark(sessionId)`            |
@@ -122,24 +123,27 @@ impl JsHost {
         self.this.release(env)
     }
 
-    /// The surface now, for a fold from `anchor`: a snapshot, or read off the session mirror the
-    /// host returned (which the host brought in step with its session first).
-    pub fn snapshot<'e>(&self, env: &'e Env, anchor: u64) -> napi::Result<std::result::Result<Taken, Failure<'e>>> {
+    /// The surface now, for a fold from `anchor`: read off `host.mirror` when the host handed
+    /// its session's mirror over (in step with the session when `rewind` was called: no callback
+    /// at all) and the fold did not wait since (`waited`); else asked of `host.snapshot(anchor)`,
+    /// which returns a snapshot or the mirror brought back in step.
+    pub fn snapshot<'e>(
+        &self,
+        env: &'e Env,
+        anchor: u64,
+        waited: bool,
+    ) -> napi::Result<std::result::Result<Taken, Failure<'e>>> {
+        if !waited {
+            let this = self.this.0.get_value(env)?;
+            let handed: Unknown = this.get_named_property("mirror")?;
+            if let Some(m) = crate::mirror::of(env, &handed)? {
+                return Ok(self.read_mirror(&m, anchor));
+            }
+        }
         Ok(
             match self.this.call(env, &self.snapshot, FnArgs::from((anchor as f64,)))? {
                 Ok(v) => match crate::mirror::of(env, &v)? {
-                    Some(m) => m
-                        .mirror
-                        .rewind_surface(anchor, self.current)
-                        .map(Taken::Surface)
-                        .map_err(|e| {
-                            (
-                                FoldError::HostFailed(format!(
-                                    "host.snapshot() returned a session mirror that cannot answer: {e}"
-                                )),
-                                None,
-                            )
-                        }),
+                    Some(m) => self.read_mirror(&m, anchor),
                     None => match convert::snapshot(&v)? {
                         Ok(words) => Ok(Taken::Words(words)),
                         Err(e) => Err((
@@ -154,6 +158,22 @@ impl JsHost {
                 )),
             },
         )
+    }
+
+    fn read_mirror<'e>(
+        &self,
+        m: &crate::mirror::SessionMirror,
+        anchor: u64,
+    ) -> std::result::Result<Taken, Failure<'e>> {
+        m.mirror
+            .rewind_surface(anchor, self.current)
+            .map(Taken::Surface)
+            .map_err(|e| {
+                (
+                    FoldError::HostFailed(format!("the host's session mirror cannot answer: {e}")),
+                    None,
+                )
+            })
     }
 
     /// Asks for a report; the native promise `summarize` returned.

@@ -109,6 +109,24 @@ impl SessionMirror {
         Ok(self.mirror.intern(&ids))
     }
 
+    /// Whether the mirror describes a log of `eventCount` events whose surface had
+    /// `generation` replaces: 0 in step, 1 behind (events to describe), 2 out of step (broken,
+    /// ahead, or another generation: rebuild it). One call for the check made before every
+    /// answer.
+    #[napi]
+    pub fn step(&self, event_count: u32, generation: u32) -> u32 {
+        let m = &self.mirror;
+        if m.broken().is_some() || m.event_count() > event_count {
+            2
+        } else if m.event_count() < event_count {
+            1
+        } else if m.generation() != generation {
+            2
+        } else {
+            0
+        }
+    }
+
     /// The log length the mirror describes.
     #[napi(getter)]
     pub fn event_count(&self) -> u32 {
@@ -161,12 +179,11 @@ impl SessionMirror {
     /// any, and the tokens its fold freed (its sources' price minus its own), when priced.
     #[napi(ts_return_type = "{ seq: number, tokensFreed?: number } | null")]
     pub fn report_of(&self, mark_id: f64, anchor: f64) -> Option<ReportOf> {
-        (0..self.mirror.len()).find_map(|p| {
-            let node = self.mirror.node(p);
-            let report = self.mirror.report(node.seq)?;
-            if report.mark_id as f64 != mark_id || f64::from(node.seq) < anchor {
+        self.mirror.surface_reports().into_iter().find_map(|(p, seq, report)| {
+            if report.mark_id as f64 != mark_id || f64::from(seq) < anchor {
                 return None;
             }
+            let node = self.mirror.node(p);
             let freed = report
                 .folded_tokens
                 .zip(node.tokens)

@@ -51,6 +51,10 @@ struct Driver {
     signal: Option<SignalListener>,
     /// `options.onStampError`: told when the stamp fails after the fold settled.
     on_stamp_error: Option<FunctionRef<(), ()>>,
+    /// Whether the fold waited for its mark (a store file read off-thread, a service's promise):
+    /// the session may have moved since `rewind` was called, so the host's `snapshot()` is asked
+    /// even when the host handed its mirror over.
+    waited: bool,
     /// `None` until the mark is known, and after the fold ended.
     machine: Option<Rewind>,
     /// `None` once the promise is settled.
@@ -121,6 +125,7 @@ pub fn rewind<'e>(
             host: Some(host),
             signal: None,
             on_stamp_error,
+            waited: false,
             machine: None,
             deferred: Some(deferred),
         }),
@@ -255,6 +260,7 @@ impl Driver {
                     async move { Ok(fold::latest_mark(&store, &session).await) },
                     move |env, answer| {
                         if let Ok(mut driver) = fold.state.try_borrow_mut() {
+                            driver.waited = true;
                             driver.begin(env, &fold, answer.map(|m| m.as_ref().map(Anchor::from)));
                         }
                         Ok(())
@@ -278,7 +284,10 @@ impl Driver {
             &convert::cast::<Object>(&value)?,
             fold,
             |driver, env, mark, fold| match host::foreign_mark(&mark) {
-                Ok(mark) => driver.begin(env, fold, mark),
+                Ok(mark) => {
+                    driver.waited = true;
+                    driver.begin(env, fold, mark)
+                }
                 Err(e) => driver.fail_napi(env, e),
             },
             |driver, env, thrown, _| {
@@ -346,7 +355,12 @@ impl Driver {
         match step {
             Step::Snapshot => {
                 let anchor = self.machine().anchor();
-                let taken = self.host.as_ref().expect("until settled").snapshot(env, anchor)?;
+                let waited = self.waited;
+                let taken = self
+                    .host
+                    .as_ref()
+                    .expect("until settled")
+                    .snapshot(env, anchor, waited)?;
                 match taken {
                     Ok(Taken::Words(words)) => Ok(Some(self.machine().snapshot(&words))),
                     Ok(Taken::Surface(surface)) => Ok(Some(self.machine().surface(&surface))),

@@ -16,6 +16,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use fold_core::fold::{self, StampJob, StampNext};
+use fold_core::store::QueuedStamp;
 use fold_core::FoldError;
 use napi::bindgen_prelude::*;
 use napi::{Env, ValueType};
@@ -40,14 +41,45 @@ pub struct Stamper {
 
 type Shared = Rc<RefCell<Option<Stamper>>>;
 
-/// Starts stamping (the first try happens now, on the JS thread, for the store's queue).
+/// A stamp queued in the store before the first try ([`fold_core::store::Store::queue_stamp`]'s answer).
+type Queued = CoreResult<Option<QueuedStamp>>;
+
+/// Starts stamping. A service's `completeFold` is called now. The store's stamp is queued now
+/// (from here on this process reads the mark folded, and later writes go after it), and its
+/// write's hop to another thread happens in a microtask, after the fold's own promise reactions:
+/// the code awaiting the fold resumes first.
 pub fn start(env: &Env, stamper: Stamper) {
+    let queued = match &stamper.target {
+        Target::Store(store) => store.queue_stamp(&stamper.session_id, stamper.job.mark_id()),
+        Target::Service(_) => {
+            let me: Shared = Rc::new(RefCell::new(Some(stamper)));
+            return try_once(env, &me, None);
+        }
+    };
+    let queued = Some(queued);
     let me: Shared = Rc::new(RefCell::new(Some(stamper)));
-    try_once(env, &me);
+    let first = Rc::new(RefCell::new(queued));
+    let (later, first_later) = (me.clone(), first.clone());
+    let deferred = env
+        .create_function_from_closure::<(), (), _>("stamp", move |ctx| {
+            let queued = first_later.borrow_mut().take();
+            try_once(ctx.env, &later, queued);
+            Ok(())
+        })
+        .and_then(|f| {
+            let queue: Function<Function<(), ()>, ()> = env.get_global()?.get_named_property("queueMicrotask")?;
+            queue.call(f)
+        });
+    if let Err(e) = deferred {
+        // No microtask queue to defer to: stamp now.
+        eprintln!("dsh-fold: deferring the stamp failed ({e}); stamping now");
+        let queued = first.borrow_mut().take();
+        try_once(env, &me, queued);
+    }
 }
 
-fn try_once(env: &Env, me: &Shared) {
-    if let Err(e) = try_stamp(env, me) {
+fn try_once(env: &Env, me: &Shared, queued: Option<Queued>) {
+    if let Err(e) = try_stamp(env, me, queued) {
         // A Node-API call failed: the stamp cannot go on; say so like any failure.
         finish(
             env,
@@ -62,7 +94,7 @@ fn try_once(env: &Env, me: &Shared) {
     }
 }
 
-fn try_stamp(env: &Env, me: &Shared) -> napi::Result<()> {
+fn try_stamp(env: &Env, me: &Shared, queued: Option<Queued>) -> napi::Result<()> {
     let borrowed = me.borrow();
     let Some(s) = borrowed.as_ref() else { return Ok(()) };
     let (session, mark_id) = (s.session_id.clone(), s.job.mark_id());
@@ -70,7 +102,8 @@ fn try_stamp(env: &Env, me: &Shared) -> napi::Result<()> {
         Target::Store(store) => {
             let store = store.clone();
             drop(borrowed);
-            let queued = match store.queue_stamp(&session, mark_id) {
+            // The first try's stamp was queued when the fold settled; a retry queues it again.
+            let queued = match queued.unwrap_or_else(|| store.queue_stamp(&session, mark_id)) {
                 Ok(q) => q,
                 Err(e) => return outcome(env, me, Err(e)),
             };
@@ -135,7 +168,7 @@ fn outcome(env: &Env, me: &Shared, stamped: CoreResult<bool>) -> napi::Result<()
         s.job.stamped(stamped)
     };
     match next {
-        StampNext::Retry => try_once(env, me),
+        StampNext::Retry => try_once(env, me, None),
         other => finish(env, me, other),
     }
     Ok(())

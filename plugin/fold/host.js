@@ -2,9 +2,10 @@
  * @module plugin/fold/host
  * The `RewindHost` over a real DSH `Session`: what the addon's `rewind` calls back.
  *
- * - `snapshot` brings the session's mirror in step (`../shared/mirror.js`) and hands it over: the
- *   addon reads the region off it, so no snapshot crosses; `current` names the rewind call's
- *   assistant message (the region ends before it).
+ * - `mirror` is the session's mirror (`../shared/mirror.js`), brought in step when the host is
+ *   made: the addon reads the region off it, so no snapshot crosses and nothing is called back;
+ *   `current` names the rewind call's assistant message (the region ends before it). `snapshot`
+ *   brings the mirror back in step and hands it over, for a fold that waited for its mark.
  * - `summarize` asks the summarizer; when the host has DSH's token meter (`metered`) it adds the
  *   prices the shrink check and `tokensFreed` compare: the region's from the mirror, the
  *   report's from the meter (through the mirror).
@@ -38,35 +39,37 @@ export function reportMessage(report, markId) {
  * @returns {import('../../index.js').RewindHost}
  */
 export function sessionHost(session, summarize, options = {}) {
-  const current = options.callId === undefined ? undefined : mirrorOf(session).openers.get(options.callId)
+  const kept = mirrorOf(session)
+  const current = options.callId === undefined ? undefined : kept.openers.get(options.callId)
   const metered = options.metered === true
   /** The log length when the region was selected: while it stands, the surface has not moved. */
-  let seen = -1
+  let seen = session.seq
+  /** @type {import('../../index.js').RewindHost['summarize']} the summarizer's reply, with the token prices */
+  const priced = async (region, attempt) => {
+    const reply = await summarize(region, attempt)
+    const text = typeof reply === 'string' ? reply : reply?.text
+    if (typeof text !== 'string' || !text.trim()) return reply
+    const folded = mirrorOf(session).native.price(region.seqs).tokens
+    const report = priceMessage(reportMessage(text, region.markId)).tokens
+    if (folded == null || report === undefined) return reply
+    const tokens = { region: folded, report }
+    return typeof reply === 'string' ? { text, tokens } : { ...reply, tokens }
+  }
   return {
+    mirror: kept.native,
     current,
     snapshot: () => {
       const mirror = mirrorOf(session).native
       seen = session.seq
       return mirror
     },
-    summarize: async (region, attempt) => {
-      const reply = await summarize(region, attempt)
-      if (!metered) return reply
-      const text = typeof reply === 'string' ? reply : reply?.text
-      if (typeof text !== 'string' || !text.trim()) return reply
-      const priced = mirrorOf(session).native.price(region.seqs).tokens
-      const report = priceMessage(reportMessage(text, region.markId)).tokens
-      if (priced == null || report === undefined) return reply
-      const tokens = { region: priced, report }
-      return typeof reply === 'string' ? { text, tokens } : { ...reply, tokens }
-    },
+    summarize: metered ? priced : summarize,
     commit: (plan) => {
-      const mirror = mirrorOf(session).native
       // The log is append-only: if nothing was appended since the selection, the surface is the
-      // same and so is the region. Else select again and compare.
-      if (session.seq !== seen && !addon.planMatches(plan, mirror, current)) return 'changed'
+      // same and so is the region. Else select again, on the mirror brought in step, and compare.
+      if (session.seq !== seen && !addon.planMatches(plan, mirrorOf(session).native, current)) return 'changed'
       const seqs = Array.from(plan.seqs)
-      const shadowedTokenCount = metered ? mirror.price(plan.seqs).tokens : undefined
+      const shadowedTokenCount = metered ? mirrorOf(session).native.price(plan.seqs).tokens : undefined
       if (shadowedTokenCount != null) {
         // DSH's shadow-price protocol: the metering event right before a replace prices the
         // replaced range, so the token meter's projection subtracts it (else it keeps counting

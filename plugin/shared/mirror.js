@@ -30,6 +30,7 @@ import { eventLog, isRewindReportSource } from './session.js'
 const NONE = 0xffff_ffff
 const RECORD_WORDS = 14
 const LOAD_FORMAT = 3
+const LOAD_HEADER = 5
 const KIND = /** @type {Record<string, number>} */ ({ 'user/message': 1, 'assistant/message': 2, 'tool/result': 3 })
 const OP_APPEND = 1 << 2
 const OP_REPLACE = 2 << 2
@@ -132,7 +133,7 @@ export function isSystemMessage(event) {
 /** One session's mirror and what its description needs on the JS side. */
 class Mirror {
   native = new addon.SessionMirror()
-  /** @type {Map<unknown, number>} call id → seq of the (latest) described assistant event that opened it */
+  /** @type {Map<unknown, number>} call id → seq of the described assistant event that opened it, while the call has no result */
   openers = new Map()
   epoch = setup.epoch
   /** Whether the whole log was described (block ids need every event). */
@@ -142,17 +143,20 @@ class Mirror {
 /** @type {WeakMap<object, Mirror>} */
 const mirrors = new WeakMap()
 
-/** The listener's record, reused. */
-let scratch = new Uint32Array(256)
+/**
+ * The words records are written to, reused by every description (the listener's one record, a
+ * rebuild's thousands): grown when a record does not fit, never shrunk.
+ */
+let words = new Uint32Array(1024)
 
-/** Makes room for `n` more words after `at`. @param {Uint32Array} buf @param {number} at @param {number} n */
-function room(buf, at, n) {
-  if (at + n <= buf.length) return buf
-  let cap = buf.length
+/** Makes room for `n` more words after `at`. @param {number} at @param {number} n */
+function room(at, n) {
+  if (at + n <= words.length) return
+  let cap = words.length
   while (cap < at + n) cap *= 2
   const next = new Uint32Array(cap)
-  next.set(buf.subarray(0, at))
-  return next
+  next.set(words.subarray(0, at))
+  words = next
 }
 
 /**
@@ -168,51 +172,51 @@ function messageSources(log, event) {
 }
 
 /**
- * Writes the record of `event` at `buf[at]` (the format is the core's, mirror.rs); returns the
- * buffer (grown if needed) and the end of the record. `origin`: the node's origin for a load,
+ * Writes the record of `event` to `words` at `at` (the format is the core's, mirror.rs) and
+ * returns the record's end. O(the event's own size). `origin`: the node's origin for a load,
  * NONE for a push (the mirror derives it).
- * @param {Mirror} m @param {readonly any[]} log @param {any} event @param {Uint32Array} buf @param {number} at @param {number} origin
- * @returns {[Uint32Array, number]}
+ * @param {Mirror} m @param {readonly any[]} log @param {any} event @param {number} at @param {number} origin
  */
-function describe(m, log, event, buf, at, origin = NONE) {
+function describe(m, log, event, at, origin = NONE) {
   const seq = event.seq
   const type = event.type
   const op = event.surfaceOp
   if (op === undefined) {
-    buf = room(buf, at, 2)
-    buf[at] = seq
-    buf[at + 1] = LOG_CLASS[type] ?? 0
-    return [buf, at + 2]
+    room(at, 2)
+    words[at] = seq
+    words[at + 1] = LOG_CLASS[type] ?? 0
+    return at + 2
   }
   const replace = typeof op === 'object' && op !== null && op.op === 'replace'
   const kind = KIND[type] ?? 0
+  const data = event.data
+  /** The message the event carries (a user message is its data). */
+  const carried = kind === 0 ? undefined : kind === 1 ? data : data?.message
   let meta = kind | (replace ? OP_REPLACE : OP_APPEND)
   let link = 0
   let ids = 0
   let closed = 0
   let markId = 0
-  const message = kind === 0 ? null : deriveEventMessage(event)
-  switch (type) {
-    case 'user/message': {
-      const source = event.data?.source
-      if (!replace) meta |= source?.kind === 'user' ? SOURCE.user : SOURCE.injected
-      else {
-        const block = blockSummaryIds(source)
-        if (block) {
-          meta |= SOURCE.block
-          ids = block.remaining.length ? m.native.intern(block.remaining) : 0
-          closed = block.closed.length ? m.native.intern(block.closed) : 0
-        } else if (isRewindReportSource(source) && Number.isSafeInteger(source.markId) && source.markId >= 0) {
-          meta |= SOURCE.rewind
-          markId = source.markId
-        } else if (typeof source === 'object' && source !== null && isCompactCheckpointSource(source)) meta |= SOURCE.compaction
-        else meta |= SOURCE.rewrite
-      }
-      break
+  if (kind === 0 || SYSTEM_ROLES.has(carried?.role) || SYSTEM_ROLES.has(carried?.source?.kind)) meta |= PROTECTED
+  if (kind === 1) {
+    const source = carried?.source
+    if (!replace) meta |= source?.kind === 'user' ? SOURCE.user : SOURCE.injected
+    else {
+      const block = blockSummaryIds(source)
+      if (block) {
+        meta |= SOURCE.block
+        ids = block.remaining.length ? m.native.intern(block.remaining) : 0
+        closed = block.closed.length ? m.native.intern(block.closed) : 0
+      } else if (isRewindReportSource(source) && Number.isSafeInteger(source.markId) && source.markId >= 0) {
+        meta |= SOURCE.rewind
+        markId = source.markId
+      } else if (typeof source === 'object' && source !== null && isCompactCheckpointSource(source)) meta |= SOURCE.compaction
+      else meta |= SOURCE.rewrite
     }
-    case 'assistant/message': {
-      if (replace) meta |= SOURCE.rewrite
-      const content = event.data?.message?.content ?? []
+  } else {
+    if (replace) meta |= SOURCE.rewrite
+    if (kind === 2) {
+      const content = carried?.content ?? []
       /** @type {string[] | undefined} */
       let blockIds
       for (let i = 0; i < content.length; i++) {
@@ -220,44 +224,54 @@ function describe(m, log, event, buf, at, origin = NONE) {
         if (block?.type !== 'tool-call') continue
         link++
         m.openers.set(block.id, seq)
+        if (setup.blockTools.size === 0) continue
         const tool = setup.blockTools.get(block.name)
         if (tool) (blockIds ??= []).push(...tool.idsOf(block.arguments))
       }
       if (blockIds?.length) ids = m.native.intern(blockIds)
-      break
-    }
-    case 'tool/result': {
-      if (replace) meta |= SOURCE.rewrite
-      const result = event.data?.message
-      const opener = m.openers.get(result?.source?.callId ?? result?.content?.[0]?.toolCallId)
+    } else if (kind === 3) {
+      const id = carried?.source?.callId ?? carried?.content?.[0]?.toolCallId
+      const opener = m.openers.get(id)
       link = opener === undefined || opener >= seq ? 0 : opener + 1
-      break
+      // An answered call is forgotten (the map holds the open calls, not the session's history);
+      // a result rewritten in place later is linked by the mirror to the result it replaces.
+      if (link !== 0 && !replace) m.openers.delete(id)
     }
-    default:
-      if (replace) meta |= SOURCE.rewrite
   }
-  if (isSystemMessage(event)) meta |= PROTECTED
-  const sources = replace ? messageSources(log, event) : undefined
+  /** @type {number[] | undefined} the message events a replacement cites */
+  let sources
   let lowest = NONE
-  if (replace) for (const s of event.sourceEventSeqs ?? []) if (Number.isInteger(s) && s >= 0 && s < lowest && s < seq) lowest = s
+  if (replace) {
+    sources = []
+    for (const s of event.sourceEventSeqs ?? []) {
+      if (!Number.isInteger(s) || s < 0 || s >= seq) continue
+      if (s < lowest) lowest = s
+      if (KIND[log[s]?.type] !== undefined) sources.push(s)
+    }
+  }
   const n = RECORD_WORDS + (sources?.length ?? 0)
-  buf = room(buf, at, n)
-  buf[at] = seq
-  buf[at + 1] = meta
-  buf[at + 2] = link
-  buf[at + 3] = visibleChars(message?.content ?? (type === 'user/message' ? event.data?.content : event.data?.message?.content))
-  buf[at + 4] = setup.price === undefined ? NONE : message ? setup.price(message) : 0
-  buf[at + 5] = ids
-  buf[at + 6] = closed
-  buf[at + 7] = markId % 2 ** 32
-  buf[at + 8] = Math.floor(markId / 2 ** 32)
-  buf[at + 9] = replace ? op.start : 0
-  buf[at + 10] = replace ? op.end : 0
-  buf[at + 11] = lowest
-  buf[at + 12] = origin
-  buf[at + 13] = sources?.length ?? 0
-  if (sources) buf.set(sources, at + RECORD_WORDS)
-  return [buf, at + n]
+  room(at, n)
+  const w = words
+  w[at] = seq
+  w[at + 1] = meta
+  w[at + 2] = link
+  w[at + 3] = kind === 0 ? 0 : visibleChars(carried?.content)
+  if (setup.price === undefined) w[at + 4] = NONE
+  else {
+    const message = kind === 0 ? null : deriveEventMessage(event)
+    w[at + 4] = message ? setup.price(message) : 0
+  }
+  w[at + 5] = ids
+  w[at + 6] = closed
+  w[at + 7] = markId % 2 ** 32
+  w[at + 8] = Math.floor(markId / 2 ** 32)
+  w[at + 9] = replace ? op.start : 0
+  w[at + 10] = replace ? op.end : 0
+  w[at + 11] = lowest
+  w[at + 12] = origin
+  w[at + 13] = sources?.length ?? 0
+  if (sources) w.set(sources, at + RECORD_WORDS)
+  return at + n
 }
 
 /**
@@ -265,10 +279,9 @@ function describe(m, log, event, buf, at, origin = NONE) {
  * @param {Mirror} m @param {readonly any[]} log @param {number} from
  */
 function feed(m, log, from) {
-  let buf = new Uint32Array(Math.max(64, (log.length - from) * 4))
   let at = 0
-  for (let seq = from; seq < log.length; seq++) [buf, at] = describe(m, log, log[seq], buf, at)
-  m.native.push(buf, at)
+  for (let seq = from; seq < log.length; seq++) at = describe(m, log, log[seq], at)
+  m.native.push(words, at)
 }
 
 /**
@@ -316,15 +329,14 @@ function rebuild(m, session) {
       for (const s of messageSources(log, event)) cited.add(s)
     }
   }
-  for (const s of nodes) cited.delete(s)
+  if (cited.size > 0) for (const s of nodes) cited.delete(s)
   const others = [...cited].sort((a, b) => a - b)
-  let buf = new Uint32Array(5 + (nodes.length + others.length) * RECORD_WORDS + 64)
-  let at = 5
-  for (const s of others) [buf, at] = describe(m, log, log[s], buf, at, s)
+  let at = LOAD_HEADER
+  for (const s of others) at = describe(m, log, log[s], at, s)
   // In model order: an assistant is described (its calls' openers known) before its results.
-  for (let i = 0; i < nodes.length; i++) [buf, at] = describe(m, log, log[nodes[i]], buf, at, originOf(log, memo, nodes[i]))
-  buf.set([LOAD_FORMAT, log.length, session.surface.replaceGeneration, nodes.length, others.length])
-  m.native.load(buf.subarray(0, at))
+  for (let i = 0; i < nodes.length; i++) at = describe(m, log, log[nodes[i]], at, originOf(log, memo, nodes[i]))
+  words.set([LOAD_FORMAT, log.length, session.surface.replaceGeneration, nodes.length, others.length])
+  m.native.load(words.subarray(0, at))
   m.replayed = false
 }
 
@@ -343,14 +355,17 @@ export function mirrorOf(session) {
   }
   const native = m.native
   const seq = session.seq
-  if (native.eventCount < seq && native.broken === null) {
+  const generation = session.surface.replaceGeneration
+  let step = native.step(seq, generation)
+  if (step === 1) {
     try {
       feed(m, eventLog(session), native.eventCount)
     } catch {
       // Out of step (the mirror says why in `broken`): rebuilt below.
     }
+    step = native.step(seq, generation)
   }
-  if (native.eventCount !== seq || native.broken !== null || native.generation !== session.surface.replaceGeneration) rebuild(m, session)
+  if (step !== 0) rebuild(m, session)
   return m
 }
 
@@ -372,16 +387,15 @@ export function withLog(session) {
 function learnLog(m, session) {
   const log = eventLog(session)
   let open = NONE
-  let buf = new Uint32Array(256)
   let at = 0
   for (let seq = 0; seq < log.length; seq++) {
     const event = log[seq]
     const type = event.type
     if (type === 'compaction/start') open = seq
     else if (type === 'compaction/end' || type === 'session/end-seed') open = NONE
-    else if (event.surfaceOp?.op === 'replace') [buf, at] = describe(m, log, event, buf, at)
+    else if (event.surfaceOp?.op === 'replace') at = describe(m, log, event, at)
   }
-  m.native.loadLog(open, buf.subarray(0, at))
+  m.native.loadLog(open, words.subarray(0, at))
 }
 
 /**
@@ -398,10 +412,9 @@ export function onSessionEvent(session, event) {
     m.replayed = true
   }
   if (m.epoch !== setup.epoch || m.native.eventCount !== event.seq) return
-  const [buf, at] = describe(m, session.log ?? eventLog(session), event, scratch, 0)
-  scratch = buf
+  const at = describe(m, eventLog(session), event, 0)
   try {
-    m.native.push(buf, at)
+    m.native.push(words, at)
   } catch {
     // Out of step: the mirror is broken and rebuilt at its next use.
   }
