@@ -9,6 +9,7 @@ import { describe, it } from 'node:test'
 import { Worker } from 'node:worker_threads'
 
 import { addon, addonPath } from '../plugin/shared/addon.js'
+import { withTimeout } from '../plugin/fold/summarize.js'
 import { tempStore } from './helpers/dsh.mjs'
 
 const fold = addon
@@ -254,6 +255,8 @@ describe('coded errors', () => {
       'UNKNOWN_BLOCK',
       'PROTECTED',
       'STALE',
+      'COMPACTION_BUSY',
+      'INTERNAL',
     ])
     assert.equal(new Set(codes).size, codes.length)
     codes.push('MUTATED')
@@ -535,7 +538,7 @@ describe('rewind argument validation: rejected with INVALID_ARGUMENT, never thro
       await rejects([s, 'h', { ...host(), commit }], 'HOST_FAILED', /commit must synchronously return 'committed' or 'changed', got \w+; the fold state is unknown/)
     }
     await rejects([s, 'h', { ...host(), commit: () => 'changed' }], 'CHANGED')
-    await rejects([s, 'h', { ...host(), summarize: () => 42 }], 'SUMMARIZE_FAILED', /summarize must return a Promise of a string or \{text\}, got number/)
+    await rejects([s, 'h', { ...host(), summarize: () => 42 }], 'SUMMARIZE_FAILED', /summarize must return \(or resolve to\) a string or \{text, finish\?, usage\?, tokens\?\}, got number/)
     await rejects([s, 'h', { ...host(), summarize: () => { throw new Error('sync throw') } }], 'SUMMARIZE_FAILED', /sync throw/)
     await rejects([s, 'h', { ...host(), summarize: async () => ({ nope: 1 }) }], 'SUMMARIZE_FAILED')
     // none of it wrote anything: the mark is still active
@@ -576,22 +579,25 @@ describe('rewind argument validation: rejected with INVALID_ARGUMENT, never thro
     return JSON.parse(child.stdout)
   }
 
-  it('a summarize that returns no native Promise is SUMMARIZE_FAILED, never an uncaught exception', () => {
+  it('what summarize returns is awaited as `await` does: a value or a thenable folds, anything else is SUMMARIZE_FAILED', () => {
     const out = strict(`
-      const returns = { undefined: () => undefined, null: () => null, string: () => 'report', number: () => 42,
-        thenable: () => ({ then(resolve) { resolve('report') } }), object: () => ({ text: 'report' }) }
+      const returns = { undefined: () => undefined, null: () => null, number: () => 42, object: () => ({ nope: 1 }),
+        thenableOfNumber: () => ({ then(resolve) { resolve(42) } }),
+        string: () => 'report', thenable: () => ({ then(resolve) { resolve('report') } }), text: () => ({ text: 'report' }) }
       for (const [name, summarize] of Object.entries(returns)) {
-        const e = await fold.rewind(store, 's', { ...host, summarize }).then(() => ({ code: 'RESOLVED' }), (e) => e)
-        out.push([name, e.code, e.message, e.name])
-      }
-      out.push(['active', await fold.hasActive(store, 's')])`)
-    for (const [name, code, message, errorName] of out.slice(0, -1)) {
+        await fold.mark(store, name, 2)
+        const e = await fold.rewind(store, name, { ...host, summarize }).then((r) => ({ code: 'FOLDED', message: String(r.reportChars), name: '' }), (e) => e)
+        out.push([name, e.code, e.message, e.name, await fold.hasActive(store, name)])
+      }`)
+    const got = Object.fromEntries(out.map(([name, ...rest]) => [name, rest]))
+    for (const [name, type] of [['undefined', 'undefined'], ['null', 'null'], ['number', 'number'], ['object', 'object'], ['thenableOfNumber', 'number']]) {
+      const [code, message, errorName, active] = got[name]
       assert.equal(code, 'SUMMARIZE_FAILED', name)
       assert.equal(errorName, 'FoldError', name)
-      assert.match(message, /summarize must return a Promise of a string or \{text\}, got \w+; nothing was folded/, name)
+      assert.match(message, new RegExp(`summarize must return \\(or resolve to\\) a string or \\{text, finish\\?, usage\\?, tokens\\?\\}, got ${type}; nothing was folded`), name)
+      assert.equal(active, true, `${name}: the mark is still active`)
     }
-    assert.deepEqual(out.map(([name]) => name), ['undefined', 'null', 'string', 'number', 'thenable', 'object', 'active'])
-    assert.deepEqual(out.at(-1), ['active', true])
+    for (const name of ['string', 'thenable', 'text']) assert.deepEqual(got[name], ['FOLDED', '6', '', false], name)
   })
 
   it('whatever a callback throws or rejects with (string, Symbol, Error) is the cause of a coded rejection, never a throw', () => {
@@ -630,6 +636,96 @@ describe('rewind argument validation: rejected with INVALID_ARGUMENT, never thro
       assert.equal(coded, true, name)
       assert.match(message, expected[name][1], name)
     }
+  })
+})
+
+describe('what JS hands back is awaited as `await` does, and every fold settles', () => {
+  const snapshot = encode(MID_CALL, { current: 7 })
+  /** @param {object} [over] */
+  const host = (over = {}) => {
+    const calls = { commit: 0 }
+    return { calls, snapshot: () => snapshot, summarize: async () => 'report', commit: () => (calls.commit++, 'committed'), ...over }
+  }
+  /**
+   * `promise`, or a rejection saying it never settled: a liveness bound far above anything a
+   * fold needs here (no timing is asserted; a fold that is merely slow still passes).
+   * @param {Promise<any>} promise
+   */
+  const settles = (promise) => {
+    let timer
+    const never = new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error('the fold never settled')), 20_000)
+    })
+    return Promise.race([promise, never]).finally(() => clearTimeout(timer))
+  }
+  /** A native promise whose own `then` calls back at once, on the caller's stack. */
+  const syncThen = (/** @type {unknown} */ value) =>
+    Object.assign(Promise.resolve('never read'), {
+      then(/** @type {(v: unknown) => void} */ ok) {
+        ok(value)
+      },
+    })
+
+  it('a summarizer whose promise calls back synchronously (inside the fold) folds with that report', async () => {
+    const s = tempStore()
+    await fold.mark(s, 'sync', 2)
+    const h = host({ summarize: () => syncThen('report') })
+    const result = await settles(fold.rewind(s, 'sync', h))
+    assert.equal(result.reportChars, 6)
+    assert.equal(h.calls.commit, 1)
+    // The session is not left locked: the next mark folds.
+    await fold.mark(s, 'sync', 2)
+    assert.equal((await settles(fold.rewind(s, 'sync', host()))).reportChars, 6)
+  })
+
+  it('a checkpoint service whose promises call back synchronously is awaited the same way', async () => {
+    const mark = { id: 4, logLength: 2, foldedAt: null }
+    let stamped = 0
+    const service = { latestMark: () => syncThen(mark), completeFold: () => (stamped++, syncThen(true)) }
+    const result = await settles(fold.rewind(service, 's', host()))
+    assert.equal(result.markId, 4)
+    assert.equal(stamped, 1)
+    assert.equal(result.stampError, undefined)
+  })
+
+  it('a thenable that calls back twice (or resolves then rejects) counts once: the first answer', async () => {
+    const s = tempStore()
+    for (const [i, then] of [
+      (/** @type {any} */ ok) => { ok('first report'); ok('second report, ignored') },
+      (/** @type {any} */ ok, /** @type {any} */ err) => { ok('first report'); err(new Error('ignored')) },
+      (/** @type {any} */ ok) => { ok('first report'); throw new Error('thrown after resolving: ignored') },
+    ].entries()) {
+      await fold.mark(s, `twice-${i}`, 2)
+      const h = host({ summarize: () => ({ then }) })
+      const result = await settles(fold.rewind(s, `twice-${i}`, h))
+      assert.equal(result.reportChars, 'first report'.length, `case ${i}`)
+      assert.equal(h.calls.commit, 1, `case ${i}: one commit`)
+    }
+  })
+
+  it('a thenable that never calls back: the abort signal settles the fold and releases the session', async () => {
+    const s = tempStore()
+    await fold.mark(s, 'never', 2)
+    const controller = new AbortController()
+    let asked = 0
+    const pending = fold.rewind(s, 'never', host({ summarize: () => (asked++, setImmediate(() => controller.abort(new Error('user cancelled'))), { then() {} }) }), { signal: controller.signal })
+    const e = await settles(pending).catch((x) => x)
+    assert.ok(isCoded('ABORTED')(e), String(e))
+    assert.equal(e.cause?.message, 'user cancelled')
+    assert.equal(asked, 1)
+    assert.equal(await fold.hasActive(s, 'never'), true, 'nothing was folded')
+    // The lock is released: the next rewind of the session is not FOLD_IN_PROGRESS, and folds.
+    assert.equal((await settles(fold.rewind(s, 'never', host()))).reportChars, 6)
+  })
+
+  it("a thenable that never calls back: the plugin's report timeout settles the fold and releases the session", async () => {
+    const s = tempStore()
+    await fold.mark(s, 'timeout', 2)
+    const summarize = withTimeout(() => ({ then() {} }), 30)
+    const e = await settles(fold.rewind(s, 'timeout', host({ summarize }))).catch((x) => x)
+    assert.ok(isCoded('SUMMARIZE_FAILED', /timed out after 30 ms \(reportTimeoutMs\)/)(e), String(e))
+    assert.equal(await fold.hasActive(s, 'timeout'), true)
+    assert.equal((await settles(fold.rewind(s, 'timeout', host()))).reportChars, 6)
   })
 })
 

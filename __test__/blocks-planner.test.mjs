@@ -301,6 +301,15 @@ describe('rejections: nothing changes', () => {
     throwsCoded(() => plan(b, ['A'], requestSeq), 'STALE')
   })
 
+  it('block mode\'s own note about a summary it did not apply is no new user message: a summary written before it still lands', () => {
+    const b = builder()
+    block(b, 'A')
+    const requestSeq = b.seq
+    b.user('[block mode] Your summary of block B was not applied: STALE: …', { kind: 'plugin', plugin: 'dsh-fold/block', form: 'notice', summary: 'Block summary not applied: B', blockNotice: { requestSeqs: [1] } })
+    block(b, 'A')
+    assert.equal(plan(b, ['A'], requestSeq).status, 'commit')
+  })
+
   it('another producer\'s compaction over part of the range after the request: STALE; before it: replaced without its ids', () => {
     const b = builder()
     block(b, 'A')
@@ -309,7 +318,7 @@ describe('rejections: nothing changes', () => {
     const requestSeq = b.seq
     // What dsh-compaction-basic writes: a compact checkpoint without blockPtc.
     const r = b.replace(bb.message, bb.results[0])
-    throwsCoded(() => plan(b, ['A'], requestSeq), 'STALE', new RegExp(`another compaction \\(seq ${r}\\)`))
+    throwsCoded(() => plan(b, ['A'], requestSeq), 'STALE', new RegExp(`a rewind report or a compaction \\(seq ${r}\\)`))
     const p = commitPlan(b, ['A'], r + 1)
     assert.deepEqual(p.remaining, [], 'the compaction ended B')
     throwsCoded(() => plan(b, ['B']), 'UNKNOWN_BLOCK', /"B" was already replaced by another compaction/)

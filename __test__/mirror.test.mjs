@@ -73,8 +73,10 @@ class Driver {
     const r = rand.int(0, 99)
     if (r < 10) return void session.append(rand.pick(['step/start', 'step/end', 'assistant/chunk', 'session/title']), { n: r })
     if (r < 24) {
-      const kind = rand.int(0, 3) === 0 ? 'agent-instructions' : 'user'
-      return void session.append('user/message', createUserMessage({ content: [{ type: 'text', text: this.text() }], source: { kind } }), { surfaceOp: 'append' })
+      const which = rand.int(0, 5)
+      // The user's, injected instructions, or block mode's note naming summaries it did not apply.
+      const source = which === 0 ? { kind: 'agent-instructions' } : which === 1 ? { kind: 'plugin', plugin: 'dsh-fold/block', form: 'notice', blockNotice: { requestSeqs: [session.seq - 1] } } : { kind: 'user' }
+      return void session.append('user/message', createUserMessage({ content: [{ type: 'text', text: this.text() }], source }), { surfaceOp: 'append' })
     }
     if (r < 48) {
       const content = []

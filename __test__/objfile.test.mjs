@@ -186,6 +186,22 @@ describe('what is not a readable object file', () => {
     assert.throws(() => readObject(pe), /objfile: MZ file without a PE signature/)
   })
 
+  it('a library named like an Object.prototype member is read as data: __proto__ is an own key, the prototype untouched', (t) => {
+    const dev = BINARIES['linux-x64-gnu (dev build)']
+    if (!dev) return t.skip('no dsh-fold.linux-x64-gnu.node at the root (npm run build)')
+    const bytes = Buffer.from(readFileSync(dev))
+    const want = readObject(bytes).versionNeeds?.['libc.so.6']
+    assert.ok(want?.length, 'the dev build needs versions of libc.so.6')
+    // The same binary with its libc renamed in the string table (same length, so nothing moves).
+    for (let at = bytes.indexOf('libc.so.6\0'); at >= 0; at = bytes.indexOf('libc.so.6\0', at + 1)) bytes.write('__proto__', at, 'latin1')
+    const info = readObject(bytes)
+    assert.equal(Object.getPrototypeOf(info.versionNeeds), Object.prototype)
+    assert.ok(Object.hasOwn(info.versionNeeds ?? {}, '__proto__'), JSON.stringify(info.versionNeeds))
+    assert.deepEqual(Object.getOwnPropertyDescriptor(info.versionNeeds, '__proto__')?.value, want)
+    // What test:targets reads of it: the glibc versions are all still there.
+    assert.ok(Object.values(info.versionNeeds ?? {}).flat().filter((v) => v.startsWith('GLIBC_')).length >= want.length)
+  })
+
   it('a real binary cut short throws instead of inventing symbols', (t) => {
     const [first] = Object.values(BINARIES)
     if (!first) return t.skip('no built binary on this machine to cut')

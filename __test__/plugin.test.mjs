@@ -15,6 +15,7 @@ import { describe, it } from 'node:test'
 import { defineTool } from '@deepseek-ai/dsh-tools'
 
 import { addon } from '../plugin/shared/addon.js'
+import { toToolError } from '../plugin/shared/errors.js'
 import { Checkpoint, CheckpointConfig, INSTRUCTIONS, Rewind, RewindConfig, isRewindReportSource } from '../plugin/index.js'
 import {
   CallId,
@@ -222,6 +223,100 @@ describe('config', () => {
 })
 
 // ---- the fold -----------------------------------------------------------------------------------
+
+// ---- DSH's compaction lock ------------------------------------------------------------------------
+
+describe("DSH's compaction lock: a rewind waits for another producer's live compaction", () => {
+  /** Whether `promise` has settled after the event loop went round a few times (no timing asserted). */
+  const settledYet = async (/** @type {Promise<any>} */ promise) => {
+    let settled = false
+    promise.then(() => (settled = true), () => (settled = true))
+    for (let i = 0; i < 5; i++) await new Promise((r) => setTimeout(r, 10))
+    return settled
+  }
+
+  it('waits while the bracket is live, folds right after its compaction/end', async () => {
+    const { root, model } = await setup()
+    const agent = await agentOf(root, 'lock-live')
+    const { session } = await exploration(root, agent)
+    const start = session.append('compaction/start', { compactionId: 'other-producer', turn: 1 })
+    const before = await state(root, session)
+    const pending = root.rewind.rewind(agent, undefined, { callId: 'c2' })
+    assert.equal(await settledYet(pending), false, 'the rewind did not wait for the live bracket')
+    assert.deepEqual(await state(root, session), before, 'nothing was written inside the bracket')
+    assert.equal(model.requests.length, 0, 'no report was asked for while waiting')
+    const end = session.append('compaction/end', { compactionId: 'other-producer', turn: 1 })
+    const result = await pending
+    assert.equal(result.markId, 1)
+    const report = session.events.findLast((/** @type {any} */ e) => isRewindReportSource(e.data?.source))
+    assert.ok(report.seq > end.seq && end.seq > start.seq, 'the report landed after the bracket closed')
+  })
+
+  it('a stale bracket (a session/end-seed after it: restored after a crash) does not block', async () => {
+    const { root } = await setup()
+    const crashed = await agentOf(root, 'lock-crashed')
+    await exploration(root, crashed)
+    crashed.session.append('compaction/start', { compactionId: 'died-mid-bracket', turn: 1 })
+    // The session restored from that log: DSH marks the seed's end with session/end-seed.
+    const { agent } = await root.agents.create({
+      sessionId: SessionId('lock-restored'),
+      seed: crashed.session.events,
+      agentOptions: { provider: 'scripted', model: 'm1' },
+      meta: { cwd: tmpdir() },
+    })
+    const restored = agent.session
+    assert.equal(restored.events.at(-1).type, 'session/end-seed')
+    assert.equal(restored.events.at(-2).type, 'compaction/start')
+    await addon.mark(root.checkpoint.store, 'lock-restored', 4)
+    const result = await root.rewind.rewind(agent, undefined, { callId: 'c2' })
+    assert.deepEqual({ ...result, markId: 0 }, { markId: 0, foldedNodes: 2, start: 4, end: 5, foldedChars: 25, reportChars: 15 })
+  })
+
+  it('a bracket that stays open past reportTimeoutMs: COMPACTION_BUSY, nothing written, the mark still active', async () => {
+    const { root, model } = await setup({ rewind: { reportTimeoutMs: 40 } })
+    const agent = await agentOf(root, 'lock-busy')
+    const { session } = await exploration(root, agent)
+    const start = session.append('compaction/start', { compactionId: 'stuck', turn: 1 })
+    const before = await state(root, session)
+    const e = await rejectsWith(root.rewind.rewind(agent, undefined, { callId: 'c2' }), 'COMPACTION_BUSY')
+    assert.match(e.message, new RegExp(`compaction/start at seq ${start.seq}\\) held DSH's compaction lock for 40 ms; the rewind did not run`))
+    assert.deepEqual(await state(root, session), before)
+    assert.equal(model.requests.length, 0)
+    // Through the tool, the model reads the code and what to do.
+    assert.match(toToolError(e).message, /^COMPACTION_BUSY: .*call `rewind` again once it has finished\.$/)
+  })
+
+  it('an abort while waiting rejects with the signal\'s reason; nothing written', async () => {
+    const { root } = await setup()
+    const agent = await agentOf(root, 'lock-abort')
+    const { session } = await exploration(root, agent)
+    session.append('compaction/start', { compactionId: 'slow', turn: 1 })
+    const before = await state(root, session)
+    const controller = new AbortController()
+    const pending = root.rewind.rewind(agent, controller.signal, { callId: 'c2' })
+    const reason = new Error('the user pressed stop')
+    setTimeout(() => controller.abort(reason), 10)
+    await assert.rejects(pending, (x) => x === reason)
+    assert.deepEqual(await state(root, session), before)
+  })
+
+  it('a bracket opened while the report is written makes the commit CHANGED; the surface inside it is left alone', async () => {
+    /** @type {any} */ let session
+    const { root } = await setup({
+      respond: () => {
+        session.append('compaction/start', { compactionId: 'concurrent', turn: 1 })
+        return say(REPORT)
+      },
+    })
+    const agent = await agentOf(root, 'lock-during')
+    ;({ session } = await exploration(root, agent))
+    const nodes = [...session.surface.nodes]
+    await rejectsWith(root.rewind.rewind(agent, undefined, { callId: 'c2' }), 'CHANGED')
+    assert.deepEqual([...session.surface.nodes], nodes)
+    assert.equal(session.events.at(-1).type, 'compaction/start', 'nothing was appended after the bracket opened')
+    assert.equal(await root.checkpoint.hasActive(session.id), true)
+  })
+})
 
 describe('a full fold', () => {
   it("returns the reference's numbers on its exploration session", async () => {

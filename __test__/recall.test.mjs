@@ -119,6 +119,30 @@ describe('recall config and arguments', () => {
     }
   })
 
+  it('arguments the model inflates are refused in messages of bounded length (a prefix of a value, 12 names)', () => {
+    const huge = 'z'.repeat(1_000_000)
+    const keys = Object.fromEntries(Array.from({ length: 100_000 }, (_, i) => [`k${i}${'w'.repeat(50)}`, 1]))
+    for (const [what, bad, message] of /** @type {const} */ ([
+      ['100,000 unknown keys', keys, /^INVALID_ARGUMENT: unknown arguments "k0w+…, .* and 99988 more; use fold, block, query, around\.$/],
+      ['a fold of a million chars', { fold: huge }, /^INVALID_ARGUMENT: fold must be a mark id .*, got "z{39}…\.$/],
+      ['a fold that is a huge array', { fold: new Array(100_000).fill(7) }, /got \[7,7,7.*…\.$/],
+      ['a block id of a million chars', { block: huge }, /^INVALID_ARGUMENT: block "z{39}… is 1000000 characters long; a block id has at most 256\.$/],
+      ['a query that is a huge object', { query: keys }, /^INVALID_ARGUMENT: query must be a non-empty string .*, got \{"k0w+…\.$/],
+      ['an around that is a long string', { around: huge }, /got "z{39}…\.$/],
+    ])) {
+      let e
+      try {
+        parseArgs(bad)
+      } catch (x) {
+        e = /** @type {any} */ (x)
+      }
+      assert.ok(e instanceof RecallError, what)
+      assert.equal(e.code, 'INVALID_ARGUMENT', what)
+      assert.ok(e.message.length < 800, `${what}: ${e.message.length} chars`)
+      assert.match(e.message, message, what)
+    }
+  })
+
   it('the hint line names the tool and the target, and can be split off again', () => {
     const en = hintLine('recall', { fold: 3 })
     assert.match(en, /^↩ Details of the folded steps are not lost: `recall\(\{"fold": 3, "query": "text or \/regex\/"\}\)`/)
@@ -127,6 +151,18 @@ describe('recall config and arguments', () => {
     assert.equal(recallHint({ get: () => ({ toolName: 'recall' }) }, { fold: 1 }), `\n\n${en.replace('3', '1')}`)
     assert.deepEqual(splitRecallHint(`body\n\n${en}`), { body: 'body', hint: `\n\n${en}` })
     assert.deepEqual(splitRecallHint('body only'), { body: 'body only', hint: '' })
+  })
+
+  it('where recall is reachable only from a program, the line spells the call as a program writes it', () => {
+    const inBlock = hintLine('recall', { block: 'A' }, 'en', { program: 'block_run_code' })
+    assert.equal(inBlock, '↩ Details of the folded steps are not lost: inside a `block_run_code` program, `await tools.recall({"block": "A", "query": "text or /regex/"})` returns their exact lines; without `query`, an index.')
+    assert.equal(hintLine('recall', { fold: 2 }, 'zh', { program: 'run_code' }), '↩ 被折叠步骤的细节并未丢失：在 `run_code` 程序中，`await tools.recall({"fold": 2, "query": "文本或 /正则/"})` 返回其原始行；不带 `query` 时返回索引。')
+    // A tool name that is no JavaScript identifier is reached by index.
+    assert.match(hintLine('dig-2', { fold: 1 }, 'en', { program: 'block_run_code' }), /`await tools\["dig-2"\]\(\{"fold": 1, /)
+    assert.equal(recallHint({ get: () => ({ toolName: 'recall' }) }, { block: 'A' }, 'en', { program: 'block_run_code' }), `\n\n${inBlock}`)
+    assert.deepEqual(splitRecallHint(`body\n\n${inBlock}`), { body: 'body', hint: `\n\n${inBlock}` })
+    // A target named like an Object.prototype member is still a block, not a fold.
+    assert.match(hintLine('recall', { block: 'constructor' }), /"block": "constructor"/)
   })
 })
 

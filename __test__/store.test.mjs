@@ -8,6 +8,7 @@ import path from 'node:path'
 import { describe, it } from 'node:test'
 
 import { addon as fold, addonPath } from '../plugin/shared/addon.js'
+import { faultsEnv } from './helpers/faults.mjs'
 
 
 const tempStore = () => path.join(mkdtempSync(path.join(tmpdir(), 'dsh-fold-store-')), 'storages', 'checkpoint.json')
@@ -86,6 +87,34 @@ describe('mark / latestMark / hasActive / completeFold / listMarks', () => {
       assert.deepEqual((await fold.listMarks(refs.tight, 's')).map((m) => m.id), [8, 7, 6, 5, 4], order.join(' then '))
       await fold.mark(refs.loose, 's', 9)
       assert.equal((await fold.listMarks(refs.loose, 's')).length, 5, order.join(' then '))
+    }
+  })
+})
+
+describe('findMark: one mark by id (recall\'s owner lookup)', () => {
+  it('answers any session\'s mark from memory, null for none, and sees a mark another process took', async () => {
+    const store = tempStore()
+    assert.equal(await fold.findMark(store, 1), null)
+    const a = await fold.mark(store, 'owner-a', 3)
+    const b = await fold.mark(store, 'owner-b', 5, 'why')
+    await fold.completeFold(store, 'owner-a', a.id)
+    const found = await fold.findMark(store, b.id)
+    assert.deepEqual({ ...found, createdAt: 0 }, { id: b.id, sessionId: 'owner-b', logLength: 5, objective: 'why', createdAt: 0, foldedAt: null })
+    assert.notEqual((await fold.findMark(store, a.id)).foldedAt, null)
+    // Another process's mark is not in this process's memory yet: findMark reads it anyway.
+    execFileSync(process.execPath, ['-e', `require(${JSON.stringify(addonPath)}).mark(${JSON.stringify(store)}, 'owner-c', 7)`])
+    assert.equal((await fold.findMark(store, b.id + 1))?.sessionId, 'owner-c')
+    assert.equal(await fold.findMark(store, 999), null)
+  })
+
+  it('a bad store or mark id is INVALID_ARGUMENT, rejected', async () => {
+    for (const [store, id, message] of [
+      [tempStore(), -1, /markId must be an integer/],
+      [tempStore(), 1.5, /markId must be an integer/],
+      [tempStore(), '1', /markId must be a number/],
+      [42, 1, /store must be/],
+    ]) {
+      await assert.rejects(fold.findMark(/** @type {any} */ (store), /** @type {any} */ (id)), (e) => e.code === 'INVALID_ARGUMENT' && message.test(e.message))
     }
   })
 })
@@ -214,7 +243,8 @@ describe('bad files are named, classified and left byte-for-byte unchanged', () 
 
 describe('a write that landed but whose directory fsync failed', () => {
   it('resolves (the mark is there for every reader) and emits a process warning saying so', () => {
-    // DSH_FOLD_TEST_FAULTS=sync-dir makes every directory fsync fail with EIO (a test-only hook).
+    // DSH_FOLD_TEST_FAULTS=sync-dir makes every directory fsync fail with EIO (in the test build
+    // only: __test__/helpers/faults.mjs; the release binary ignores it, __test__/faults.test.mjs).
     const store = tempStore()
     const script = `
       const f = require(${JSON.stringify(addonPath)})
@@ -226,7 +256,7 @@ describe('a write that landed but whose directory fsync failed', () => {
         await new Promise((r) => setImmediate(r))
         process.stdout.write(JSON.stringify({ m, stamped, warnings }))
       })()`
-    const out = execFileSync(process.execPath, ['-e', script], { env: { ...process.env, DSH_FOLD_TEST_FAULTS: 'sync-dir' } })
+    const out = execFileSync(process.execPath, ['-e', script], { env: faultsEnv('sync-dir') })
     const { m, stamped, warnings } = JSON.parse(String(out))
     assert.deepEqual(m, { id: 1, logLength: 4 })
     assert.equal(stamped, true)

@@ -35,6 +35,14 @@
  *   snapshot built in JS (`blockSnapshot`) and decoded by `planBlockSummary`; and one plain JS
  *   pass over the surface that reads each node's event (the least any JS-side planner does).
  *
+ * - **a flood of ids** (issue 22, item 1): a program passing `block_summary` 200,000 ids for the
+ *   price of one call. Before round 3 the planner compared every id with every earlier one on
+ *   the JS thread (measured: 20k ids 0.33 s, 200k ids 47 s, every session frozen meanwhile).
+ *   Timed: the tool's argument check (`normalizeBlockIds`) and the addon's `planBlockSummary`,
+ *   each with 200,000 ids (both refuse the list by its length: `INVALID_ARGUMENT`), and, as the
+ *   same run's baseline, a plan at the cap (256 ids, none of them open: `UNKNOWN_BLOCK`, the
+ *   most a request may make the planner compare). Target: 200k ids answered in ≤ 50 ms.
+ *
  * Checks (also with `--quick`): the plan is a commit whose seqs are exactly the current block's
  * surface nodes and whose `remaining` is as the shape predicts, and committing it leaves every
  * call on the surface with its result.
@@ -44,6 +52,7 @@ import { pathToFileURL } from 'node:url'
 import { CallId, createAssistantMessage, createToolResultMessage, createUserMessage } from '@deepseek-ai/dsh-llm'
 import { Session, SessionId } from '@deepseek-ai/dsh-session'
 
+import { normalizeBlockIds } from '../plugin/block/args.js'
 import { blockSnapshot, callBlockIds } from '../plugin/block/surface.js'
 import { addon } from '../plugin/shared/addon.js'
 import { trackBlockTool, withLog } from '../plugin/shared/mirror.js'
@@ -292,6 +301,46 @@ async function measureShape(events, close, reps) {
   return out
 }
 
+/**
+ * A flood of ids against the planner and the tool's argument check (see the module docs).
+ * @param {number} events @param {number} reps
+ */
+export async function measureFlood(events, reps) {
+  const r = recordBlockSession(events, { close: false })
+  const snapshot = blockSnapshot(r.session)
+  const flood = Array.from({ length: 200_000 }, (_, i) => `flood-${i}`)
+  const atCap = Array.from({ length: addon.MAX_BLOCK_TARGETS }, (_, i) => `cap-${i}`)
+  const codeOf = (/** @type {() => unknown} */ f) => {
+    try {
+      f()
+      return 'none'
+    } catch (e) {
+      return /** @type {any} */ (e).code
+    }
+  }
+  const times = { args: /** @type {number[]} */ ([]), plan: /** @type {number[]} */ ([]), cap: /** @type {number[]} */ ([]) }
+  await quiesce()
+  for (let i = 0; i < reps; i++) {
+    let t0 = now()
+    const argsCode = codeOf(() => normalizeBlockIds({ ids: flood }))
+    times.args.push(us(t0, now()) / 1000)
+    t0 = now()
+    const planCode = codeOf(() => addon.planBlockSummary(r.session.id, snapshot, flood, r.requestSeq))
+    times.plan.push(us(t0, now()) / 1000)
+    t0 = now()
+    const capCode = codeOf(() => addon.planBlockSummary(r.session.id, snapshot, atCap, r.requestSeq))
+    times.cap.push(us(t0, now()) / 1000)
+    check(argsCode === 'INVALID_ARGUMENT' && planCode === 'INVALID_ARGUMENT', `200k ids are refused by their count (${argsCode}, ${planCode})`)
+    check(capCode === 'UNKNOWN_BLOCK', `256 unknown ids are UNKNOWN_BLOCK (${capCode})`)
+  }
+  const out = { ids: flood.length, events: r.session.seq, args: summarize(times.args), plan: summarize(times.plan), atCap: summarize(times.cap), n: reps, unit: 'ms' }
+  log(
+    `flood: 200,000 ids answered in ${out.plan.median.toFixed(3)} ms by planBlockSummary, ${out.args.median.toFixed(3)} ms by the tool's argument check; ` +
+      `a plan at the cap (256 unknown ids, ${out.events} events) ${out.atCap.median.toFixed(3)} ms`,
+  )
+  return out
+}
+
 if (import.meta.url === pathToFileURL(process.argv[1]).href) {
   const { quick, out } = parseArgs()
   const events = quick ? 2_000 : 10_000
@@ -308,6 +357,8 @@ if (import.meta.url === pathToFileURL(process.argv[1]).href) {
     result.commit.push(await measureCommit(r, commitReps, { addon, replay, name: close ? 'closed as it goes' : 'never closed' }))
   }
   result.commitTarget = { ratio: 1.5 }
+  result.flood = await measureFlood(events, quick ? 3 : 40)
+  result.floodTarget = { medianMs: 50 }
   result.load.end = load()
   emit(out, result)
 }

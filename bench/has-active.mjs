@@ -24,6 +24,10 @@
  *    timed one by one while the store does file work on other threads — appends by this
  *    process, and full re-reads (another process rewrites the file, then `listMarks` here
  *    reads it whole): a reader that waited for a parse would show it in the maximum.
+ *    And recall's owner lookup on that store (which session a mark id belongs to, asked when a
+ *    `recall({fold: id})` names a fold this session does not have): before round 3 it listed the
+ *    whole store (`listMarks(store, null)`, then a scan); now `findMark(store, id)`, one mark's
+ *    lookup from memory. Both timed in this run, interleaved, on the same ids (ms per call).
  *
  * Per-call times of section 1 and the steady state are batch means (B calls back to back or
  * awaited one after another, divided by B), repeated R times; median and spread of those.
@@ -210,7 +214,37 @@ async function thirtyDays() {
       `appends ${w.appends.p99.toFixed(1)} / ${w.appends.max.toFixed(0)} µs (control ${w.appendsControl.p99.toFixed(1)} / ${w.appendsControl.max.toFixed(0)}), ` +
       `re-reads ${w.rereads.p99.toFixed(1)} / ${w.rereads.max.toFixed(0)} µs (control ${w.rereadsControl.p99.toFixed(1)} / ${w.rereadsControl.max.toFixed(0)})`,
   )
-  return { marks: total, inFile: base, inJournal: journal, stamps: folds.length, ...sizes, firstCallRuns: FIRST_CALL_RUNS, cold, mount, steady, duringWork }
+  const owner = await ownerLookup(file, total)
+  log(
+    `30 days owner lookup: findMark ${owner.findMark.median.toFixed(4)} ms, listMarks + scan (before) ${owner.listMarks.median.toFixed(2)} ms ` +
+      `(${(owner.listMarks.median / owner.findMark.median).toFixed(0)}x)`,
+  )
+  return { marks: total, inFile: base, inJournal: journal, stamps: folds.length, ...sizes, firstCallRuns: FIRST_CALL_RUNS, cold, mount, steady, duringWork, owner }
+}
+
+/**
+ * Recall's owner lookup, the old way (the whole listing, then a scan) and the new (`findMark`),
+ * interleaved on the same ids; each call's time in ms.
+ * @param {string} file @param {number} total
+ */
+async function ownerLookup(file, total) {
+  const store = REF(file)
+  await addon.openStore(store)
+  const reps = quick ? 5 : 40
+  const times = { listMarks: /** @type {number[]} */ ([]), findMark: /** @type {number[]} */ ([]) }
+  await quiesce()
+  for (let i = 0; i < reps; i++) {
+    const id = 1 + ((i * 7919) % total)
+    let t0 = now()
+    const listed = (await addon.listMarks(store, null)).find((/** @type {any} */ m) => m.id === id)
+    times.listMarks.push(us(t0, now()) / 1000)
+    t0 = now()
+    const found = await addon.findMark(store, id)
+    times.findMark.push(us(t0, now()) / 1000)
+    check(listed !== undefined && JSON.stringify(found) === JSON.stringify(listed), `findMark(${id}) answers what the listing holds`)
+  }
+  check((await addon.findMark(store, total + 1)) === null, 'an unknown id is null')
+  return { marks: total, listMarks: summarize(times.listMarks), findMark: summarize(times.findMark), n: reps, unit: 'ms' }
 }
 
 /**

@@ -326,6 +326,7 @@ async function preset(opts) {
   if (opts.json) return print(out, true)
   if (verb === 'status') return printPresetStatus(/** @type {any} */ (out))
   const r = /** @type {any} */ (out)
+  for (const step of r.recovered ?? []) console.log(`finished an interrupted run: ${step}`)
   if (r.action === 'absent') return console.log(`${presets.PRESET_ID} is not installed at ${r.dir}; nothing removed`)
   if (r.action === 'removed') return console.log(`removed ${r.dir}${r.backup ? ` (moved to ${r.backup})` : ''}`)
   const from = `${r.record.host.package} ${r.record.host.version}'s code preset (${r.record.source.file})`
@@ -341,6 +342,7 @@ function printPresetStatus(s) {
   if (s.installedBy) console.log(`  written by dsh-fold ${s.installedBy.version} from ${s.installedBy.source} (host ${s.installedBy.hostVersion})`)
   console.log(s.host ? `  host: @deepseek-ai/dsh ${s.host.version} at ${s.host.dir} (${s.host.how})` : `  host: not found (${s.hostError})`)
   if (s.matchesHost !== null) console.log(`  matches the host's current code preset: ${s.matchesHost ? 'yes' : 'no — run `dsh-fold preset install` to refresh it'}`)
+  if (s.leftovers?.length) console.log(`  an interrupted install or remove left ${s.leftovers.join(', ')}; the next \`dsh-fold preset install\` or \`remove\` finishes it`)
   if (s.shadowedByShippedPreset) console.log(`  warning: the host ships its own ${s.preset} preset, which shadows this one`)
   console.log(`  profiles with the dsh-fold bundle: ${s.profilesWithDshFold.length ? s.profilesWithDshFold.join(', ') : 'none (add it with \`dsh plugin add dsh-fold\`; the preset\'s rows and the browser half need it)'}`)
 }

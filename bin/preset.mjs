@@ -23,20 +23,35 @@
  *
  * Files: `agent.cordis.yml`, `preset.yml` (display name and description) and `.dsh-fold.json`
  * (the install record: dsh-fold version, host version and folder, the source file and its
- * sha256, each written file's sha256). Files 0600, folder 0700, written into a temp folder
- * and renamed into place. The shipped presets are only read.
+ * sha256, each written file's sha256). Files 0600, folder 0700. The shipped presets are only
+ * read.
  *
- * Safety: a preset folder whose files differ from the record (the user edited it), or that
- * dsh-fold did not write, is never replaced or removed without `--force`, and with `--force`
- * it is first moved whole to `$DSH_HOME/.agent-presets/.dsh-fold-backups/block-ptc-<time>/`
- * (a dot-folder the roster never lists).
+ * Safety: a preset folder whose files differ from the record (the user edited it, or added any
+ * file — whatever its name: the record is read with own-property checks), or that dsh-fold did
+ * not write (no record, or a record that names anything but plain files of the folder), is
+ * never replaced or removed without `--force`, and with `--force` it is moved whole to
+ * `$DSH_HOME/.agent-presets/.dsh-fold-backups/block-ptc-<time>/` (a dot-folder the roster never
+ * lists), never deleted.
+ *
+ * Crash safety: the replace is a sequence of atomic steps, each durable before the next —
+ * (1) the new preset is written into `.block-ptc.new-<pid>/` (each file and the folder fsynced);
+ * (2) the old folder is renamed aside to `.block-ptc.old-<pid>`; (3) the new one is renamed in;
+ * (4) the parent is fsynced; (5) the old one is renamed to `.block-ptc.trash-<pid>` and deleted
+ * (an unmodified dsh-fold preset) or renamed into the backups (anything else). `remove` renames
+ * the folder to the trash (or the backups) before deleting anything. A crash at any instant
+ * leaves the old preset or the new one: in place, or — between (2) and (3) — whole beside it.
+ * Every `install` and `remove` first finishes what an interrupted run left (`recover`): the
+ * old folder set aside with nothing in place is put back; one set aside behind a new preset is
+ * deleted if it is an unmodified dsh-fold preset, else moved to the backups; half-written new
+ * folders and the trash are deleted. Leftovers of a dsh-fold process still running are left
+ * alone. `status` reports leftovers without touching them.
  *
  * Errors are `PresetError {code, exit}`: HOST_NOT_FOUND, CODE_PRESET_NOT_FOUND (66);
  * HOST_UNREADABLE, CODE_PRESET_UNREADABLE, CODE_PRESET_UNEXPECTED (65); PRESET_MODIFIED,
  * PRESET_FOREIGN (1, refused: use --force); WRITE_FAILED (73). Nothing is written on any error.
  */
 import { createHash } from 'node:crypto'
-import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { chmodSync, closeSync, existsSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { homedir } from 'node:os'
 import path from 'node:path'
@@ -260,6 +275,29 @@ function metadataText(metadataFile) {
   ].join('\n')
 }
 
+/** A name the install record may list: a plain file name of the preset folder, not the record. @param {string} name */
+const isRecordedName = (name) => name !== '' && name !== '.' && name !== '..' && name !== RECORD_FILE && !/[/\\\0]/.test(name)
+
+/**
+ * The install record's `files` (name → sha256) when it is one dsh-fold wrote, else undefined.
+ * Read as data: own properties only, every value a sha256 hex string, every name a plain file name
+ * of the folder (never a path out of it).
+ * @param {unknown} record
+ * @returns {Map<string, string> | undefined}
+ */
+function recordedFiles(record) {
+  const r = /** @type {any} */ (record)
+  if (r === null || typeof r !== 'object' || !Object.hasOwn(r, 'by') || r.by !== 'dsh-fold' || !Object.hasOwn(r, 'files')) return undefined
+  const files = r.files
+  if (files === null || typeof files !== 'object' || Array.isArray(files)) return undefined
+  const out = new Map()
+  for (const [name, hash] of Object.entries(files)) {
+    if (!isRecordedName(name) || typeof hash !== 'string' || !/^[0-9a-f]{64}$/.test(hash)) return undefined
+    out.set(name, hash)
+  }
+  return out
+}
+
 /** What is in the preset folder now. @param {string} dir */
 export function inspectPreset(dir) {
   let stat
@@ -270,30 +308,158 @@ export function inspectPreset(dir) {
   }
   if (!stat.isDirectory()) return { state: /** @type {const} */ ('foreign'), dir, why: stat.isSymbolicLink() ? 'a symbolic link, not a folder dsh-fold wrote' : 'not a folder' }
   const record = readJson(path.join(dir, RECORD_FILE))
-  if (record?.by !== 'dsh-fold' || typeof record.files !== 'object' || record.files === null) {
-    return { state: /** @type {const} */ ('foreign'), dir, why: `no ${RECORD_FILE} install record: dsh-fold did not write it` }
+  const files = recordedFiles(record)
+  if (files === undefined) {
+    return { state: /** @type {const} */ ('foreign'), dir, why: `no ${RECORD_FILE} install record (or one naming more than the folder's own files and their sha256): dsh-fold did not write it` }
   }
   const changed = []
-  for (const [name, hash] of Object.entries(record.files)) {
+  for (const [name, hash] of files) {
     const file = path.join(dir, name)
-    if (!existsSync(file)) changed.push(`${name} (deleted)`)
-    else if (sha256(readFileSync(file)) !== hash) changed.push(`${name} (edited)`)
+    let kind
+    try {
+      kind = lstatSync(file)
+    } catch {
+      changed.push(`${name} (deleted)`)
+      continue
+    }
+    if (!kind.isFile() || sha256(readFileSync(file)) !== hash) changed.push(`${name} (edited)`)
   }
-  for (const name of readdirSync(dir)) if (name !== RECORD_FILE && !(name in record.files)) changed.push(`${name} (added)`)
+  for (const name of readdirSync(dir)) if (name !== RECORD_FILE && !files.has(name)) changed.push(`${name} (added)`)
   return changed.length > 0
     ? { state: /** @type {const} */ ('modified'), dir, record, changed }
     : { state: /** @type {const} */ ('installed'), dir, record }
 }
 
-/** Move `dir` whole into the backups folder; returns where it went. @param {string} dshPresets @param {string} dir */
-function backUp(dshPresets, dir) {
-  const backups = path.join(dshPresets, BACKUPS_DIR)
+/** Names of the steps' folders beside the preset (dot-folders: the roster never lists them). */
+const STEP = /^\.block-ptc\.(new|old|trash|tmp)-(\d+)$/
+/** @param {'new' | 'old' | 'trash'} kind @param {number} [pid] */
+const stepName = (kind, pid = process.pid) => `.${PRESET_ID}.${kind}-${pid}`
+
+/**
+ * Makes what is in `dir` (a folder) durable: its entries' names, renames into or out of it.
+ * Windows cannot open a folder to flush it (NTFS journals its renames itself).
+ * @param {string} dir
+ */
+function fsyncDir(dir) {
+  if (process.platform === 'win32') return
+  const fd = openSync(dir, 'r')
+  try {
+    fsyncSync(fd)
+  } finally {
+    closeSync(fd)
+  }
+}
+
+/**
+ * Writes a new file (0600) and makes its bytes durable. Positional writes (each chunk at its
+ * offset), so a short write is resumed where it stopped.
+ * @param {string} file @param {string} body
+ */
+function writeDurable(file, body) {
+  const bytes = Buffer.from(body, 'utf8')
+  const fd = openSync(file, 'wx', 0o600)
+  try {
+    for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at, bytes.length - at, at)
+    fsyncSync(fd)
+  } finally {
+    closeSync(fd)
+  }
+}
+
+/**
+ * Moves `from` whole into the backups folder; returns where it went. Durable when it returns.
+ * @param {string} presets the `.agent-presets` folder @param {string} from
+ */
+function backUp(presets, from) {
+  const backups = path.join(presets, BACKUPS_DIR)
   mkdirSync(backups, { recursive: true, mode: 0o700 })
   const stamp = new Date().toISOString().replace(/[:.]/g, '-')
   let target = path.join(backups, `${PRESET_ID}-${stamp}`)
   for (let n = 1; existsSync(target); n++) target = path.join(backups, `${PRESET_ID}-${stamp}-${n}`)
-  renameSync(dir, target)
+  renameSync(from, target)
+  fsyncDir(backups)
+  fsyncDir(presets)
   return target
+}
+
+/**
+ * Deletes a folder of ours: renamed to the trash first (one atomic step), so a crash in the
+ * middle of the deletion leaves only trash, which `recover` deletes whatever state it is in.
+ * @param {string} presets @param {string} from
+ */
+function deleteOurs(presets, from) {
+  const trash = path.join(presets, stepName('trash'))
+  rmSync(trash, { recursive: true, force: true })
+  renameSync(from, trash)
+  fsyncDir(presets)
+  rmSync(trash, { recursive: true, force: true })
+}
+
+/** Whether a process with this id runs (another dsh-fold may be mid-install). @param {number} pid */
+function running(pid) {
+  if (pid === process.pid) return false
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (e) {
+    return /** @type {any} */ (e)?.code === 'EPERM'
+  }
+}
+
+/**
+ * The folders an interrupted install or remove left beside the preset, of processes no longer
+ * running.
+ * @param {string} presets
+ * @returns {{name: string, kind: string, pid: number}[]}
+ */
+export function leftovers(presets) {
+  let names
+  try {
+    names = readdirSync(presets)
+  } catch {
+    return []
+  }
+  return names.flatMap((name) => {
+    const m = STEP.exec(name)
+    return m && !running(Number(m[2])) ? [{ name, kind: m[1], pid: Number(m[2]) }] : []
+  })
+}
+
+/**
+ * Finishes what an interrupted install or remove left (see the module docs): after it, the
+ * preset folder holds the old preset or the new one, and no leftover remains. Returns what was
+ * done, for the user.
+ * @param {string} presets
+ * @returns {string[]}
+ */
+export function recover(presets) {
+  const found = leftovers(presets)
+  if (found.length === 0) return []
+  const dir = path.join(presets, PRESET_ID)
+  const done = []
+  // A preset set aside, with nothing in its place: the run died before the new one went in.
+  // Put the newest back (there is one, unless runs overlapped); the others go to the backups.
+  const old = found.filter((f) => f.kind === 'old').sort((a, b) => statSync(path.join(presets, b.name)).mtimeMs - statSync(path.join(presets, a.name)).mtimeMs)
+  for (const f of old) {
+    const from = path.join(presets, f.name)
+    if (inspectPreset(dir).state === 'absent') {
+      renameSync(from, dir)
+      fsyncDir(presets)
+      done.push(`put back the preset an interrupted run had set aside (${f.name})`)
+    } else if (inspectPreset(from).state === 'installed') {
+      deleteOurs(presets, from)
+      done.push(`deleted the replaced preset an interrupted run left (${f.name})`)
+    } else {
+      done.push(`moved the replaced preset an interrupted run left (${f.name}) to ${backUp(presets, from)}`)
+    }
+  }
+  for (const f of found) {
+    if (f.kind === 'old') continue
+    rmSync(path.join(presets, f.name), { recursive: true, force: true })
+    done.push(`deleted ${f.kind === 'trash' ? 'the rest of a preset being deleted' : 'a half-written preset'} (${f.name})`)
+  }
+  fsyncDir(presets)
+  return done
 }
 
 /** Remove a temp folder on an error path; a failure to clean must not hide the error itself. @param {string} dir */
@@ -308,6 +474,15 @@ function discard(dir) {
 /** @param {string} what @param {unknown} e @returns {never} */
 function writeFailed(what, e) {
   throw new PresetError('WRITE_FAILED', `${what}: ${/** @type {Error} */ (e).message}`, 73)
+}
+
+/** Finishes an interrupted run's work before this one starts. @param {string} presets */
+function recoverOrFail(presets) {
+  try {
+    return recover(presets)
+  } catch (e) {
+    writeFailed(`cannot finish the interrupted install or remove under ${presets} (nothing of it was deleted)`, e)
+  }
 }
 
 /**
@@ -334,37 +509,61 @@ export async function install(opts) {
 
   const presets = path.join(dshHome, '.agent-presets')
   const dir = path.join(presets, PRESET_ID)
+  const recovered = recoverOrFail(presets)
   const now = inspectPreset(dir)
   if ((now.state === 'modified' || now.state === 'foreign') && !opts.force) {
     const what = now.state === 'modified' ? `has local changes: ${now.changed.join(', ')}` : `exists and ${now.why}`
     throw new PresetError(now.state === 'modified' ? 'PRESET_MODIFIED' : 'PRESET_FOREIGN', `${dir} ${what}; nothing was written. Re-run with --force to install anyway (the current folder is moved to ${path.join(presets, BACKUPS_DIR)}/ first)`, 1)
   }
   if (now.state === 'installed' && JSON.stringify(now.record.files) === JSON.stringify(record.files) && now.record.source?.sha256 === record.source.sha256) {
-    return { action: 'unchanged', dir, record: now.record, host, backup: null }
+    return { action: 'unchanged', dir, record: now.record, host, backup: null, recovered }
   }
 
-  const tmp = path.join(presets, `.${PRESET_ID}.tmp-${process.pid}`)
+  // 1. The new preset, whole and durable, beside the old one.
+  const fresh = path.join(presets, stepName('new'))
   try {
     mkdirSync(presets, { recursive: true, mode: 0o700 })
-    discard(tmp)
-    mkdirSync(tmp, { mode: 0o700 })
-    for (const [name, body] of Object.entries(content)) writeFileSync(path.join(tmp, name), body, { mode: 0o600 })
-    writeFileSync(path.join(tmp, RECORD_FILE), JSON.stringify({ ...record, installedAt: new Date().toISOString() }, null, 2) + '\n', { mode: 0o600 })
-    chmodSync(tmp, 0o700)
+    discard(fresh)
+    mkdirSync(fresh, { mode: 0o700 })
+    chmodSync(fresh, 0o700) // exactly, whatever the umask
+    for (const [name, body] of Object.entries(content)) writeDurable(path.join(fresh, name), body)
+    writeDurable(path.join(fresh, RECORD_FILE), JSON.stringify({ ...record, installedAt: new Date().toISOString() }, null, 2) + '\n')
+    fsyncDir(fresh)
   } catch (e) {
-    discard(tmp)
+    discard(fresh)
     writeFailed(`cannot write the preset under ${presets}`, e)
   }
-  let backup = null
+  // 2-4. The old one aside, the new one in, both renames durable.
+  const aside = path.join(presets, stepName('old'))
+  const replacing = now.state !== 'absent'
   try {
-    if (now.state === 'modified' || now.state === 'foreign') backup = backUp(presets, dir)
-    else if (now.state === 'installed') rmSync(dir, { recursive: true, force: true })
-    renameSync(tmp, dir)
+    if (replacing) renameSync(dir, aside)
+    try {
+      renameSync(fresh, dir)
+    } catch (e) {
+      if (replacing) renameSync(aside, dir)
+      throw e
+    }
   } catch (e) {
-    discard(tmp)
-    writeFailed(`cannot put the preset in place at ${dir}${backup ? ` (the previous folder is safe at ${backup})` : ''}`, e)
+    discard(fresh)
+    writeFailed(`cannot put the preset in place at ${dir}${replacing && existsSync(aside) ? ` (the previous folder is safe at ${aside}; the next install or remove puts it back)` : ''}`, e)
   }
-  return { action: now.state === 'absent' ? 'installed' : 'replaced', dir, record, host, backup }
+  try {
+    fsyncDir(presets)
+  } catch (e) {
+    writeFailed(`the preset is in place at ${dir}, but its folder could not be flushed to disk, so a power loss could undo it; run the install again`, e)
+  }
+  // 5. The old one: deleted when it was dsh-fold's own, unmodified; else kept in the backups.
+  let backup = null
+  if (replacing) {
+    try {
+      if (now.state === 'installed') deleteOurs(presets, aside)
+      else backup = backUp(presets, aside)
+    } catch (e) {
+      writeFailed(`installed ${dir}, but cannot ${now.state === 'installed' ? 'delete' : 'back up'} the previous folder, left at ${aside} (the next install or remove finishes it)`, e)
+    }
+  }
+  return { action: replacing ? 'replaced' : 'installed', dir, record, host, backup, recovered }
 }
 
 /** @param {{'dsh-home'?: string, force?: boolean}} opts */
@@ -372,18 +571,19 @@ export function remove(opts) {
   const dshHome = resolveDshHome(opts)
   const presets = path.join(dshHome, '.agent-presets')
   const dir = path.join(presets, PRESET_ID)
+  const recovered = recoverOrFail(presets)
   const now = inspectPreset(dir)
-  if (now.state === 'absent') return { action: 'absent', dir, backup: null }
+  if (now.state === 'absent') return { action: 'absent', dir, backup: null, recovered }
   if ((now.state === 'modified' || now.state === 'foreign') && !opts.force) {
     const what = now.state === 'modified' ? `has local changes: ${now.changed.join(', ')}` : `exists and ${now.why}`
     throw new PresetError(now.state === 'modified' ? 'PRESET_MODIFIED' : 'PRESET_FOREIGN', `${dir} ${what}; nothing was removed. Re-run with --force to remove it (it is moved to ${path.join(presets, BACKUPS_DIR)}/, not deleted)`, 1)
   }
   try {
     if (now.state === 'installed') {
-      rmSync(dir, { recursive: true, force: true })
-      return { action: 'removed', dir, backup: null }
+      deleteOurs(presets, dir)
+      return { action: 'removed', dir, backup: null, recovered }
     }
-    return { action: 'removed', dir, backup: backUp(presets, dir) }
+    return { action: 'removed', dir, backup: backUp(presets, dir), recovered }
   } catch (e) {
     writeFailed(`cannot remove ${dir}`, e)
   }
@@ -408,7 +608,7 @@ export async function status(opts) {
     const file = path.join(host.dir, 'config', 'agent-presets', 'code', COMPOSITION_FILE)
     codePreset = existsSync(file) ? { file, sha256: sha256(readFileSync(file)) } : { file, sha256: null }
   }
-  const record = 'record' in now ? now.record : null
+  const record = Object.hasOwn(now, 'record') ? /** @type {any} */ (now).record : null
   const matchesHost = record && codePreset?.sha256 ? record.source?.sha256 === codePreset.sha256 : null
   const shadowed = host ? existsSync(path.join(host.dir, 'config', 'agent-presets', PRESET_ID)) : null
   const bundled = profilesWithDshFold(dshHome)
@@ -416,8 +616,9 @@ export async function status(opts) {
     preset: PRESET_ID,
     dir,
     state: now.state,
-    ...('changed' in now ? { changed: now.changed } : {}),
-    ...('why' in now ? { why: now.why } : {}),
+    ...(Object.hasOwn(now, 'changed') ? { changed: /** @type {any} */ (now).changed } : {}),
+    ...(Object.hasOwn(now, 'why') ? { why: /** @type {any} */ (now).why } : {}),
+    leftovers: leftovers(path.dirname(dir)).map((f) => f.name),
     installedBy: record ? { version: record.version, hostVersion: record.host?.version, source: record.source?.file } : null,
     host: host ? { dir: host.dir, version: host.version, how: host.how } : null,
     hostError,

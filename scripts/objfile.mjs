@@ -140,7 +140,9 @@ function readElf(b) {
         names.push(cstring(b, strtab.offset + b.readUInt32LE(aux + 8)))
         aux += b.readUInt32LE(aux + 12)
       }
-      versionNeeds[file] = names
+      // The library name comes from the file: an own property whatever it is (a plain
+      // assignment of `__proto__` would replace the object's prototype instead).
+      Object.defineProperty(versionNeeds, file, { value: names, enumerable: true, writable: true, configurable: true })
       const next = b.readUInt32LE(at + 12)
       if (next === 0) break
       at += next

@@ -4,7 +4,10 @@
  * `npm test`: everything, in the order a failure is cheapest to read.
  * 1. format and lint (cargo fmt --check, clippy -D warnings) — own target dir;
  * 2. the core's cargo tests (unit, property) — own target dir;
- * 3. the addon, built with `napi build --platform --release` (incremental);
+ * 3. the addon, built with `napi build --platform --release` (incremental), and its test build:
+ *    the same sources with the `test-faults` feature (debug profile, `target-faults/`), the only
+ *    build that honours `DSH_FOLD_TEST_FAULTS`; the suites that inject faults load it through the
+ *    loader's `NAPI_RS_NATIVE_LIBRARY_PATH` (__test__/helpers/faults.mjs);
  * 4. the benchmarks' quick mode (`npm run bench -- --quick`): every bench path runs and checks
  *    its results, timing nothing;
  * 5. linux-arm64-gnu, the one cross target CI builds and runs (`test-targets.mjs --ci`): built
@@ -31,6 +34,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 import { ensureHost } from '../__test__/e2e/harness/install.mjs'
+import { FAULTS_BUILD_ARGS } from '../__test__/helpers/faults.mjs'
 
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 const require = createRequire(import.meta.url)
@@ -51,6 +55,9 @@ run('cargo', ['test', '-p', 'fold-core', '--target-dir', 'target-core'], { PROPT
 // @napi-rs/cli exports no path to its bin; find it through its package.json.
 const napiCli = path.join(path.dirname(require.resolve('@napi-rs/cli/package.json')), 'dist', 'cli.js')
 run(process.execPath, [napiCli, 'build', '--platform', '--release'])
+run(process.execPath, [napiCli, ...FAULTS_BUILD_ARGS])
+// The suites find the test build made; they build it themselves when run on their own.
+process.env.DSH_FOLD_FAULTS_BUILT = '1'
 // The benches' smoke run before the suites, so the test runner's summary ends the output.
 run(process.execPath, [path.join('bench', 'run.mjs'), '--quick'])
 if (!process.env.DSH_FOLD_SKIP_TARGETS) run(process.execPath, [path.join('scripts', 'test-targets.mjs'), '--ci'])

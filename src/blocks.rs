@@ -12,6 +12,15 @@ use napi_derive::napi;
 use crate::convert::{self, cast, describe, throw, CoreResult};
 use crate::mirror::SessionMirror;
 
+/// Most block ids one summary may close (the core's `blocks::MAX_TARGETS`), for the plugin's
+/// own argument check.
+#[napi]
+pub const MAX_BLOCK_TARGETS: u32 = blocks::MAX_TARGETS as u32;
+
+/// Longest block id in UTF-16 units, a JS string's `length` (the core's `blocks::MAX_ID_UNITS`).
+#[napi]
+pub const MAX_BLOCK_ID_LENGTH: u32 = blocks::MAX_ID_UNITS as u32;
+
 /// Largest `requestSeq` accepted (seqs are 32-bit in the snapshot format).
 const MAX_REQUEST_SEQ: f64 = u32::MAX as f64 - 1.0;
 
@@ -44,7 +53,30 @@ fn to_js(ids: Vec<BlockId>) -> Vec<Utf16String> {
 
 /// Reads `targets`: an array of strings, kept as exact UTF-16.
 fn targets(v: &Unknown<'_>) -> napi::Result<CoreResult<Vec<BlockId>>> {
-    crate::mirror::block_ids(v, "targets")
+    if v.get_type()? != ValueType::Object || !v.is_array()? {
+        return Ok(Err(FoldError::invalid(format!(
+            "targets must be an array of block id strings, got {}",
+            describe(v)?
+        ))));
+    }
+    let array = cast::<Object>(v)?;
+    let len = array.get_array_length()?;
+    // Refused by its length alone: 200,000 ids are never read one by one on the JS thread.
+    if let Err(e) = blocks::check_target_count(len as usize) {
+        return Ok(Err(e));
+    }
+    let mut out = Vec::with_capacity(len as usize);
+    for i in 0..len {
+        let item: Unknown = array.get_element(i)?;
+        if item.get_type()? != ValueType::String {
+            return Ok(Err(FoldError::invalid(format!(
+                "targets[{i}] must be a string, got {}",
+                describe(&item)?
+            ))));
+        }
+        out.push(BlockId(cast::<Utf16String>(&item)?.to_vec()));
+    }
+    Ok(Ok(out))
 }
 
 /// What the planner reads: the session's mirror, or a v2 snapshot (a `Uint32Array`, borrowed for
@@ -86,6 +118,18 @@ macro_rules! arg {
     ts_return_type = "BlockPlan"
 )]
 pub fn plan_block_summary<'e>(
+    env: &'e Env,
+    session_id: Unknown<'e>,
+    snapshot: Unknown<'e>,
+    targets: Unknown<'e>,
+    request_seq: Unknown<'e>,
+) -> napi::Result<Object<'e>> {
+    crate::guard::throwing(env, "planBlockSummary", || {
+        plan_checked(env, session_id, snapshot, targets, request_seq)
+    })
+}
+
+fn plan_checked<'e>(
     env: &'e Env,
     session_id: Unknown<'e>,
     snapshot: Unknown<'e>,

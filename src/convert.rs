@@ -57,7 +57,11 @@ where
     F: Future<Output = CoreResult<T>> + Send + 'static,
     S: 'static + FnOnce(&Env, CoreResult<T>) -> napi::Result<V>,
 {
-    env.spawn_future_with_callback(async move { Ok(fut.await) }, settle)
+    // A panic while the future runs, or while the callback settles, rejects with INTERNAL.
+    env.spawn_future_with_callback(
+        async move { Ok(crate::guard::future("an async call", fut).await) },
+        move |env, out| crate::guard::settling(env, "settling an async call", || settle(env, out)),
+    )
 }
 
 /// Runs `fut` and resolves through `to_js`, or rejects with the coded error.

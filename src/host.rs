@@ -12,8 +12,11 @@
 //!
 //! Every call catches what the callback throws, so a throw becomes a coded rejection with the
 //! thrown value as `cause`, never an exception escaping the addon. A callback's own mistakes
-//! (a snapshot that is not a `Uint32Array`, a summarize that returns no native `Promise`, a
-//! commit that answers something else) are classified the same way.
+//! (a snapshot that is not a `Uint32Array`, a summary that resolves to something else, a
+//! commit that answers something else) are classified the same way. What `summarize`,
+//! `latestMark` and `completeFold` return is awaited as `await` would (`rewind.rs`: adopted by
+//! a promise of the binding's own). Each foreign property is read once: a getter that answers
+//! differently on a second read cannot make two reads disagree.
 
 use fold_core::fold::{Anchor, Commit, FoldPlan as CorePlan, FoldRequest, Summary};
 use fold_core::surface::Surface;
@@ -91,13 +94,18 @@ impl JsHost {
             )));
         }
         let obj = convert::cast::<Object>(host)?;
-        let mut fns = Vec::with_capacity(3);
-        for name in ["snapshot", "summarize", "commit"] {
-            match method(&obj, "host", name)? {
-                Ok(f) => fns.push(f),
-                Err(e) => return Ok(Err(e)),
-            }
-        }
+        let snapshot = match method(&obj, "host", "snapshot")? {
+            Ok(f) => f,
+            Err(e) => return Ok(Err(e)),
+        };
+        let summarize = match method(&obj, "host", "summarize")? {
+            Ok(f) => f,
+            Err(e) => return Ok(Err(e)),
+        };
+        let commit = match method(&obj, "host", "commit")? {
+            Ok(f) => f,
+            Err(e) => return Ok(Err(e)),
+        };
         let current: Unknown = obj.get_named_property("current")?;
         let current = match current.get_type()? {
             ValueType::Undefined | ValueType::Null => None,
@@ -106,9 +114,6 @@ impl JsHost {
                 Err(e) => return Ok(Err(e)),
             },
         };
-        let commit = fns.pop().expect("three");
-        let summarize = fns.pop().expect("three");
-        let snapshot = fns.pop().expect("three");
         Ok(Ok(Self {
             this: Receiver::of(&obj)?,
             snapshot,
@@ -176,28 +181,19 @@ impl JsHost {
             })
     }
 
-    /// Asks for a report; the native promise `summarize` returned.
+    /// Asks for a report: whatever `summarize` returned (a promise, a thenable or the reply
+    /// itself), to be awaited.
     pub fn summarize<'e>(
         &self,
         env: &'e Env,
         request: &FoldRequest,
         attempt: u32,
-    ) -> napi::Result<std::result::Result<Object<'e>, Failure<'e>>> {
+    ) -> napi::Result<std::result::Result<Unknown<'e>, Failure<'e>>> {
         let args = FnArgs::from((FoldRegion::from(request), attempt));
-        Ok(match self.this.call(env, &self.summarize, args)? {
-            Ok(v) if v.is_promise()? => Ok(convert::cast::<Object>(&v)?),
-            // Only a native Promise is awaited: a thenable's `then` is user code that may never
-            // call back, or call back twice.
-            Ok(v) => Err((
-                FoldError::SummarizeFailed(format!(
-                    "summarization failed: summarize must return a Promise of a string or {{text}}, got {}; \
-                     nothing was folded and the mark is still active",
-                    type_name(&v)?
-                )),
-                None,
-            )),
-            Err(thrown) => Err((summarize_failed(thrown), Some(thrown))),
-        })
+        Ok(self
+            .this
+            .call(env, &self.summarize, args)?
+            .map_err(|thrown| (summarize_failed(thrown), Some(thrown))))
     }
 
     /// Commits `plan` in one synchronous step.
@@ -264,12 +260,12 @@ pub fn summarize_failed(thrown: Unknown<'_>) -> FoldError {
 
 /// What a `summarize` promise resolved to, as the core's [`Summary`].
 pub fn summary(value: &Unknown<'_>) -> napi::Result<CoreResult<Summary>> {
+    let got = type_name(value)?;
     let wrong = || {
-        FoldError::SummarizeFailed(
-            "summarization failed: summarize must resolve to a string or {text, finish?, usage?, tokens?}; \
-             nothing was folded and the mark is still active"
-                .into(),
-        )
+        FoldError::SummarizeFailed(format!(
+            "summarization failed: summarize must return (or resolve to) a string or {{text, finish?, usage?, tokens?}}, \
+             got {got}; nothing was folded and the mark is still active"
+        ))
     };
     match value.get_type()? {
         ValueType::String => {
@@ -326,13 +322,14 @@ pub struct CheckpointService {
 }
 
 impl CheckpointService {
-    /// `Some` when `obj` has a `latestMark` function (a service, not a store reference).
+    /// `Some` when `obj` has a `latestMark` function (a service, not a store reference). The
+    /// property is read once: what decided it is a service is the function the fold calls.
     pub fn of(obj: &Object<'_>) -> napi::Result<Option<CoreResult<Self>>> {
         let latest: Unknown = obj.get_named_property("latestMark")?;
         if latest.get_type()? != ValueType::Function {
             return Ok(None);
         }
-        let latest_mark = method(obj, "checkpoint", "latestMark")?.expect("checked");
+        let latest_mark = convert::cast::<Function<(), ()>>(&latest)?.create_ref()?;
         let complete_fold = match method(obj, "checkpoint", "completeFold")? {
             Ok(f) => f,
             Err(e) => return Ok(Some(Err(e))),

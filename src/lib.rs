@@ -4,11 +4,17 @@
 //! JS thread. Here: the fold's rules alone (`selectRegion`, `planMatches`) and the error helpers.
 //! The JS shapes are in `types.rs`; the store's exports in `store.rs`; `rewind` (the fold, driven
 //! from the JS thread) in `rewind.rs`; block mode's planner in `blocks.rs`; recall's matcher in
-//! `recall.rs`; the extractive report in `report.rs`; zstd in `zstd.rs`.
+//! `recall.rs`; the extractive report in `report.rs`; zstd in `zstd.rs`; the session mirror's
+//! class in `mirror.rs`; a fold's durable stamp, after the fold, in `stamp.rs`. No panic leaves
+//! an export (`guard.rs`), and none is written: `unwrap`/`expect` are denied outside tests.
+
+#![deny(clippy::unwrap_used, clippy::expect_used)]
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod abort;
 mod blocks;
 mod convert;
+mod guard;
 mod host;
 mod mirror;
 mod recall;
@@ -27,14 +33,14 @@ use napi::bindgen_prelude::*;
 use napi::{Env, ValueType};
 use napi_derive::napi;
 
-pub use crate::blocks::{plan_block_summary, BlockCommitPlan};
+pub use crate::blocks::{plan_block_summary, BlockCommitPlan, MAX_BLOCK_ID_LENGTH, MAX_BLOCK_TARGETS};
 use crate::convert::{arg_or_throw, throw};
 pub use crate::mirror::{MirrorReplacement, NodesPrice, ReportOf, SessionMirror};
 pub use crate::recall::{recall_search, RecallSearch};
 pub use crate::report::{extractive_report, ReportOptions};
 pub use crate::rewind::rewind;
 pub use crate::store::{
-    compact_store, complete_fold, has_active, has_active_sync, latest_mark, list_marks, mark, open_store,
+    compact_store, complete_fold, find_mark, has_active, has_active_sync, latest_mark, list_marks, mark, open_store,
 };
 pub use crate::types::*;
 pub use crate::zstd::decode_zstd;
@@ -47,6 +53,17 @@ const MAX_LOG_LENGTH: f64 = u32::MAX as f64 - 1.0;
 /// carrying the rewind call (absent: inferred, as a snapshot's `NONE`).
 #[napi(ts_args_type = "surface: Uint32Array | SessionMirror, anchor: number, current?: number | null")]
 pub fn select_region(
+    env: &Env,
+    surface: Unknown<'_>,
+    anchor: Unknown<'_>,
+    current: Option<Unknown<'_>>,
+) -> Result<FoldRegion> {
+    guard::throwing(env, "selectRegion", || {
+        select_region_checked(env, surface, anchor, current)
+    })
+}
+
+fn select_region_checked(
     env: &Env,
     surface: Unknown<'_>,
     anchor: Unknown<'_>,
@@ -66,6 +83,15 @@ pub fn select_region(
 /// `current` as the selection) still select exactly `plan`'s region?
 #[napi(ts_args_type = "plan: FoldPlan | FoldRegion, surface: Uint32Array | SessionMirror, current?: number | null")]
 pub fn plan_matches(env: &Env, plan: Unknown<'_>, surface: Unknown<'_>, current: Option<Unknown<'_>>) -> Result<bool> {
+    guard::throwing(env, "planMatches", || plan_matches_checked(env, plan, surface, current))
+}
+
+fn plan_matches_checked(
+    env: &Env,
+    plan: Unknown<'_>,
+    surface: Unknown<'_>,
+    current: Option<Unknown<'_>>,
+) -> Result<bool> {
     if plan.get_type()? != ValueType::Object {
         return Err(throw(
             env,
@@ -118,7 +144,11 @@ fn surface_of(
 
 /// Whether `value` is an error raised by dsh-fold (an `Error` whose `code` is one of ours).
 #[napi]
-pub fn is_fold_error(value: Unknown<'_>) -> Result<bool> {
+pub fn is_fold_error(env: &Env, value: Unknown<'_>) -> Result<bool> {
+    guard::throwing(env, "isFoldError", || is_fold_error_checked(value))
+}
+
+fn is_fold_error_checked(value: Unknown<'_>) -> Result<bool> {
     if value.get_type()? != ValueType::Object {
         return Ok(false);
     }
@@ -133,6 +163,6 @@ pub fn is_fold_error(value: Unknown<'_>) -> Result<bool> {
 
 /// Every error code dsh-fold can produce.
 #[napi]
-pub fn fold_error_codes() -> Vec<&'static str> {
-    FoldError::CODES.to_vec()
+pub fn fold_error_codes(env: &Env) -> Result<Vec<&'static str>> {
+    guard::throwing(env, "foldErrorCodes", || Ok(FoldError::CODES.to_vec()))
 }

@@ -16,6 +16,7 @@ use napi::{Env, ValueType};
 use napi_derive::napi;
 
 use crate::convert::{self, cast, describe, throw, CoreResult};
+use crate::guard;
 
 /// One session's mirror.
 #[napi]
@@ -69,44 +70,55 @@ impl SessionMirror {
     /// out of step throws `INVALID_ARGUMENT` and leaves the mirror broken until rebuilt.
     #[napi]
     pub fn push(&mut self, env: &Env, words: &[u32], length: Option<u32>) -> Result<()> {
-        let words = match length {
-            Some(n) if (n as usize) <= words.len() => &words[..n as usize],
-            Some(n) => {
-                return Err(js(
-                    env,
-                    &FoldError::invalid(format!("length {n} is past the {} words", words.len())),
-                ))
-            }
-            None => words,
-        };
-        self.mirror.push(words).map_err(|e| js(env, &e))
+        guard::throwing(env, "SessionMirror.push", || {
+            let words = match length {
+                Some(n) if (n as usize) <= words.len() => &words[..n as usize],
+                Some(n) => {
+                    return Err(js(
+                        env,
+                        &FoldError::invalid(format!("length {n} is past the {} words", words.len())),
+                    ))
+                }
+                None => words,
+            };
+            self.mirror.push(words).map_err(|e| js(env, &e))
+        })
     }
 
     /// Rebuilds the surface index from a description of the surface as it is now (the load
     /// format). The log index is unknown until `loadLog`.
     #[napi]
     pub fn load(&mut self, env: &Env, words: &[u32]) -> Result<()> {
-        self.mirror.load(words).map_err(|e| js(env, &e))
+        guard::throwing(env, "SessionMirror.load", || {
+            self.mirror.load(words).map_err(|e| js(env, &e))
+        })
     }
 
     /// Learns the log index of a loaded mirror: the open `compaction/start` (or `0xFFFFFFFF`) and
     /// every replacement's record, in log order.
     #[napi]
     pub fn load_log(&mut self, env: &Env, open_compaction: u32, words: &[u32]) -> Result<()> {
-        self.mirror.load_log(open_compaction, words).map_err(|e| js(env, &e))
+        guard::throwing(env, "SessionMirror.loadLog", || {
+            self.mirror.load_log(open_compaction, words).map_err(|e| js(env, &e))
+        })
     }
 
     /// Forgets everything: the mirror of an empty session again.
     #[napi]
-    pub fn reset(&mut self) {
-        self.mirror.reset();
+    pub fn reset(&mut self, env: &Env) -> Result<()> {
+        guard::throwing(env, "SessionMirror.reset", || {
+            self.mirror.reset();
+            Ok(())
+        })
     }
 
     /// Interns a list of block ids (exact UTF-16): the set word a record carries (0 for none).
     #[napi(ts_args_type = "ids: string[]")]
     pub fn intern(&mut self, env: &Env, ids: Unknown<'_>) -> Result<u32> {
-        let ids = convert::arg_or_throw!(env, block_ids(&ids, "ids"));
-        Ok(self.mirror.intern(&ids))
+        guard::throwing(env, "SessionMirror.intern", || {
+            let ids = convert::arg_or_throw!(env, block_ids(&ids, "ids"));
+            Ok(self.mirror.intern(&ids))
+        })
     }
 
     /// Whether the mirror describes a log of `eventCount` events whose surface had
@@ -114,113 +126,137 @@ impl SessionMirror {
     /// ahead, or another generation: rebuild it). One call for the check made before every
     /// answer.
     #[napi]
-    pub fn step(&self, event_count: u32, generation: u32) -> u32 {
-        let m = &self.mirror;
-        if m.broken().is_some() || m.event_count() > event_count {
-            2
-        } else if m.event_count() < event_count {
-            1
-        } else if m.generation() != generation {
-            2
-        } else {
-            0
-        }
+    pub fn step(&self, env: &Env, event_count: u32, generation: u32) -> Result<u32> {
+        guard::throwing(env, "SessionMirror.step", || {
+            Ok({
+                let m = &self.mirror;
+                if m.broken().is_some() || m.event_count() > event_count {
+                    2
+                } else if m.event_count() < event_count {
+                    1
+                } else if m.generation() != generation {
+                    2
+                } else {
+                    0
+                }
+            })
+        })
     }
 
     /// The log length the mirror describes.
     #[napi(getter)]
-    pub fn event_count(&self) -> u32 {
-        self.mirror.event_count()
+    pub fn event_count(&self, env: &Env) -> Result<u32> {
+        guard::throwing(env, "SessionMirror.eventCount", || Ok(self.mirror.event_count()))
     }
 
     /// Replaces applied (DSH's `surface.replaceGeneration` for the same log).
     #[napi(getter)]
-    pub fn generation(&self) -> u32 {
-        self.mirror.generation()
+    pub fn generation(&self, env: &Env) -> Result<u32> {
+        guard::throwing(env, "SessionMirror.generation", || Ok(self.mirror.generation()))
     }
 
     /// Why the mirror cannot answer until rebuilt, or `null`.
     #[napi(getter)]
-    pub fn broken(&self) -> Option<String> {
-        self.mirror.broken().map(str::to_owned)
+    pub fn broken(&self, env: &Env) -> Result<Option<String>> {
+        guard::throwing(env, "SessionMirror.broken", || {
+            Ok(self.mirror.broken().map(str::to_owned))
+        })
     }
 
     /// Whether the log index (open compaction, replacements) is known.
     #[napi(getter)]
-    pub fn log_known(&self) -> bool {
-        self.mirror.open_compaction().is_some()
+    pub fn log_known(&self, env: &Env) -> Result<bool> {
+        guard::throwing(env, "SessionMirror.logKnown", || {
+            Ok(self.mirror.open_compaction().is_some())
+        })
     }
 
     /// Surface nodes.
     #[napi(getter)]
-    pub fn length(&self) -> u32 {
-        self.mirror.len() as u32
+    pub fn length(&self, env: &Env) -> Result<u32> {
+        guard::throwing(env, "SessionMirror.length", || Ok(self.mirror.len() as u32))
     }
 
     /// The surface's token price (when every node is priced) and chars.
     #[napi]
-    pub fn surface_price(&self) -> NodesPrice {
-        NodesPrice {
-            chars: self.mirror.surface_chars() as f64,
-            tokens: self.mirror.surface_tokens().map(|t| t as f64),
-        }
+    pub fn surface_price(&self, env: &Env) -> Result<NodesPrice> {
+        guard::throwing(env, "SessionMirror.surfacePrice", || {
+            Ok(NodesPrice {
+                chars: self.mirror.surface_chars() as f64,
+                tokens: self.mirror.surface_tokens().map(|t| t as f64),
+            })
+        })
     }
 
     /// The price of the described events `seqs`.
     #[napi]
-    pub fn price(&self, seqs: &[u32]) -> NodesPrice {
-        NodesPrice {
-            chars: self.mirror.chars_of(seqs) as f64,
-            tokens: self.mirror.tokens_of(seqs).map(|t| t as f64),
-        }
+    pub fn price(&self, env: &Env, seqs: &[u32]) -> Result<NodesPrice> {
+        guard::throwing(env, "SessionMirror.price", || {
+            Ok(NodesPrice {
+                chars: self.mirror.chars_of(seqs) as f64,
+                tokens: self.mirror.tokens_of(seqs).map(|t| t as f64),
+            })
+        })
     }
 
     /// The seq of the rewind report of `markId` on the surface appended at or after `anchor`, if
     /// any, and the tokens its fold freed (its sources' price minus its own), when priced.
     #[napi(ts_return_type = "{ seq: number, tokensFreed?: number } | null")]
-    pub fn report_of(&self, mark_id: f64, anchor: f64) -> Option<ReportOf> {
-        self.mirror.surface_reports().into_iter().find_map(|(p, seq, report)| {
-            if report.mark_id as f64 != mark_id || f64::from(seq) < anchor {
-                return None;
-            }
-            let node = self.mirror.node(p);
-            let freed = report
-                .folded_tokens
-                .zip(node.tokens)
-                .map(|(folded, own)| folded.saturating_sub(u64::from(own)) as f64);
-            Some(ReportOf {
-                seq: node.seq,
-                tokens_freed: freed,
-            })
+    pub fn report_of(&self, env: &Env, mark_id: f64, anchor: f64) -> Result<Option<ReportOf>> {
+        guard::throwing(env, "SessionMirror.reportOf", || {
+            Ok(self.mirror.surface_reports().into_iter().find_map(|(p, seq, report)| {
+                if report.mark_id as f64 != mark_id || f64::from(seq) < anchor {
+                    return None;
+                }
+                let node = self.mirror.node(p);
+                let freed = report
+                    .folded_tokens
+                    .zip(node.tokens)
+                    .map(|(folded, own)| folded.saturating_sub(u64::from(own)) as f64);
+                Some(ReportOf {
+                    seq: node.seq,
+                    tokens_freed: freed,
+                })
+            }))
         })
     }
 
     /// The session's replacements, in log order (recall's listing); `null` while the log index is
     /// unknown (`loadLog`).
     #[napi]
-    pub fn replacements(&self) -> Option<Vec<MirrorReplacement>> {
-        let history = self.mirror.replacements()?;
-        Some(history.iter().map(|r| self.listed(r)).collect())
+    pub fn replacements(&self, env: &Env) -> Result<Option<Vec<MirrorReplacement>>> {
+        guard::throwing(env, "SessionMirror.replacements", || {
+            Ok({
+                let history = self.mirror.replacements();
+                history.map(|h| h.iter().map(|r| self.listed(r)).collect())
+            })
+        })
     }
 
     /// The original messages a fold or block summary stands for, in model order, nested folds and
     /// block summaries opened up (recall's rule); `null` when `seq` is no known replacement.
     #[napi]
-    pub fn originals(&self, seq: u32) -> Option<Uint32Array> {
-        let open = |r: &Replacement| matches!(r.source, Source::RewindReport { .. } | Source::BlockSummary);
-        self.mirror.originals(seq, open).map(Uint32Array::new)
+    pub fn originals(&self, env: &Env, seq: u32) -> Result<Option<Uint32Array>> {
+        guard::throwing(env, "SessionMirror.originals", || {
+            Ok({
+                let open = |r: &Replacement| matches!(r.source, Source::RewindReport { .. } | Source::BlockSummary);
+                self.mirror.originals(seq, open).map(Uint32Array::new)
+            })
+        })
     }
 
     /// The opener (assistant seq) of the call the tool result `seq` answers, when known.
     #[napi]
-    pub fn opener(&self, seq: u32) -> Option<u32> {
-        self.mirror.described(seq).and_then(|v| v.opener)
+    pub fn opener(&self, env: &Env, seq: u32) -> Result<Option<u32>> {
+        guard::throwing(env, "SessionMirror.opener", || {
+            Ok(self.mirror.described(seq).and_then(|v| v.opener))
+        })
     }
 
     /// Approximate heap bytes the mirror holds.
     #[napi]
-    pub fn heap_bytes(&self) -> f64 {
-        self.mirror.heap_bytes() as f64
+    pub fn heap_bytes(&self, env: &Env) -> Result<f64> {
+        guard::throwing(env, "SessionMirror.heapBytes", || Ok(self.mirror.heap_bytes() as f64))
     }
 
     /// A canonical description of everything a planner reads (tests compare two mirrors by it);
@@ -228,13 +264,15 @@ impl SessionMirror {
     /// the ids a compaction covered only when block mode had every event described).
     #[napi]
     pub fn canonical(&self, env: &Env, node_ids: Option<bool>) -> Result<String> {
-        let mut c = self.mirror.canonical().map_err(|e| js(env, &e))?;
-        if node_ids == Some(false) {
-            for node in &mut c.nodes {
-                node.ids = None;
+        guard::throwing(env, "SessionMirror.canonical", || {
+            let mut c = self.mirror.canonical().map_err(|e| js(env, &e))?;
+            if node_ids == Some(false) {
+                for node in &mut c.nodes {
+                    node.ids = None;
+                }
             }
-        }
-        Ok(format!("{c:?}"))
+            Ok(format!("{c:?}"))
+        })
     }
 }
 

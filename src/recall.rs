@@ -36,6 +36,15 @@ pub fn recall_search(
     query: Unknown<'_>,
     max_hits: Option<Unknown<'_>>,
 ) -> Result<RecallSearch> {
+    crate::guard::throwing(env, "recallSearch", || search_checked(env, texts, query, max_hits))
+}
+
+fn search_checked(
+    env: &Env,
+    texts: Unknown<'_>,
+    query: Unknown<'_>,
+    max_hits: Option<Unknown<'_>>,
+) -> Result<RecallSearch> {
     let query = convert::string(&query, "query")?.map_err(|e| throw(env, &e))?;
     let texts = strings(&texts).map_err(|e| throw(env, &e))?;
     let max_hits = match max_hits {

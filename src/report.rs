@@ -88,6 +88,10 @@ fn options(v: Option<&Unknown<'_>>) -> napi::Result<CoreResult<CoreOptions>> {
 /// Unresolved Questions, Recommended Next Step, copied verbatim from the messages.
 #[napi(ts_args_type = "messagesJson: string, options?: ReportOptions | null")]
 pub fn extractive_report(env: &Env, messages_json: Unknown<'_>, options: Option<Unknown<'_>>) -> Result<String> {
+    crate::guard::throwing(env, "extractiveReport", || report_checked(env, messages_json, options))
+}
+
+fn report_checked(env: &Env, messages_json: Unknown<'_>, options: Option<Unknown<'_>>) -> Result<String> {
     let json = convert::string(&messages_json, "messagesJson")?.map_err(|e| throw(env, &e))?;
     let options = self::options(options.as_ref())?.map_err(|e| throw(env, &e))?;
     report::extractive_report(&json, &options).map_err(|e| throw(env, &e))

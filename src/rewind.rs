@@ -1,15 +1,21 @@
 //! The `rewind` export: the core's transaction ([`fold_core::fold::Rewind`]) driven from the JS
-//! thread. Region selection (on the session mirror the host hands back, or a snapshot), the
+//! thread. Region selection (on the session mirror the host hands over, or a snapshot), the
 //! summarize call and the commit run on the JS thread with no thread handoff (the summarizer's
 //! promise resumes the fold in a JS continuation). The promise settles as soon as the commit has
 //! appended the replacement; the durable stamp follows, off the fold's critical path
 //! ([`crate::stamp`]). Only the stamp's write and the first read of a store file not yet in
 //! memory leave the JS thread.
 //!
-//! A fold waiting on its summarizer (or on the stamp) is kept alive by the continuations it
-//! handed to that promise. An `abort` event settles the fold at once, unless it fires while a
+//! A fold waiting on its summarizer is kept alive by the continuations it handed to that
+//! promise. An `abort` event settles the fold at once, unless it fires while a
 //! host callback runs: then it is honoured when the callback returns (and ignored once the commit
 //! answered `committed`: the fold has happened).
+//!
+//! What JS hands back (`summarize`'s, `latestMark`'s and `completeFold`'s answers) is awaited the
+//! way `await` does: a promise of the binding's own is resolved with it ([`adopt`]), which adopts
+//! a thenable by calling its `then` from a microtask, takes its first callback only, and treats
+//! a plain value as already resolved. So no callback ever runs inside the fold's own stack, and
+//! every fold settles: by its steps, its abort signal, or a panic caught as `INTERNAL`.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -24,6 +30,7 @@ use napi_derive::napi;
 
 use crate::abort::{self, SignalListener};
 use crate::convert::{self, js_error, CoreResult, Deferred};
+use crate::guard;
 use crate::host::{self, CheckpointService, Failure, JsHost, Taken};
 use crate::stamp::{self, Stamper, Target};
 use crate::types::RewindResult;
@@ -51,7 +58,7 @@ struct Driver {
     signal: Option<SignalListener>,
     /// `options.onStampError`: told when the stamp fails after the fold settled.
     on_stamp_error: Option<FunctionRef<(), ()>>,
-    /// Whether the fold waited for its mark (a store file read off-thread, a service's promise):
+    /// Whether the fold waited for its mark (a store file read off-thread, a service's answer):
     /// the session may have moved since `rewind` was called, so the host's `snapshot()` is asked
     /// even when the host handed its mirror over.
     waited: bool,
@@ -61,12 +68,43 @@ struct Driver {
     deferred: Option<Deferred>,
 }
 
+impl Fold {
+    /// Runs `step` on the driver (on the JS thread). A panic in it fails the fold with
+    /// `INTERNAL`, releasing the session's lock. The driver is never busy here: continuations
+    /// run from microtasks and the event loop, never inside a host callback (see [`adopt`]).
+    fn drive(self: &Rc<Self>, env: &Env, place: &str, step: impl FnOnce(&mut Driver, &Env, &Rc<Fold>)) {
+        let ran = guard::catching(place, || {
+            if let Ok(mut driver) = self.state.try_borrow_mut() {
+                step(&mut driver, env, self);
+            }
+        });
+        if let Err(e) = ran {
+            if let Ok(mut driver) = self.state.try_borrow_mut() {
+                driver.fail(env, e, None);
+            }
+        }
+    }
+}
+
 /// Folds everything since the session's latest mark into the host's report.
 #[napi(
     ts_args_type = "checkpoint: StoreRef | CheckpointService, sessionId: string, host: RewindHost, options?: RewindOptions | null",
     ts_return_type = "Promise<RewindResult>"
 )]
 pub fn rewind<'e>(
+    env: &'e Env,
+    checkpoint: Unknown<'e>,
+    session_id: Unknown<'e>,
+    host: Unknown<'e>,
+    options: Option<Unknown<'e>>,
+) -> Result<Object<'e>> {
+    guard::catching("rewind", || start(env, checkpoint, session_id, host, options)).unwrap_or_else(|e| {
+        let p: PromiseRaw<'e, ()> = convert::rejected(env, e)?;
+        convert::cast::<Object>(&p.to_unknown())
+    })
+}
+
+fn start<'e>(
     env: &'e Env,
     checkpoint: Unknown<'e>,
     session_id: Unknown<'e>,
@@ -106,11 +144,11 @@ pub fn rewind<'e>(
     };
     // An already aborted signal: nothing runs at all.
     if let Some(signal) = &signal {
-        if abort::aborted(signal)? {
+        if signal.aborted() {
             release(checkpoint)?;
             host.release(env)?;
             let p: PromiseRaw<'e, ()> =
-                PromiseRaw::reject(env, js_error(env, &aborted_error(), Some(abort::reason(signal)?))?)?;
+                PromiseRaw::reject(env, js_error(env, &aborted_error(), Some(signal.reason()?))?)?;
             return convert::cast::<Object>(&p.to_unknown());
         }
     }
@@ -136,15 +174,18 @@ pub fn rewind<'e>(
             if let Some(fold) = weak.upgrade() {
                 fold.aborted.set(true);
                 // Busy inside a host callback: the driver honours the flag when it returns.
-                if let Ok(mut driver) = fold.state.try_borrow_mut() {
-                    driver.on_abort(env);
-                }
+                fold.drive(env, "rewind.abort", |driver, env, _| driver.on_abort(env));
             }
         })?;
         fold.state.borrow_mut().signal = Some(listener);
     }
     Driver::find_mark(env, &fold);
     Ok(promise)
+}
+
+/// A step reached after the fold settled (a defect: settling ends every step).
+fn settled_already() -> napi::Error {
+    napi::Error::from_reason("the rewind already settled")
 }
 
 fn aborted_error() -> FoldError {
@@ -161,7 +202,8 @@ fn checkpoint_of(v: &Unknown<'_>) -> Result<CoreResult<Checkpoint>> {
     Ok(convert::store(v)?.map(Checkpoint::Store))
 }
 
-type Options<'e> = (RewindOptions, Option<Object<'e>>, Option<FunctionRef<(), ()>>);
+/// The options: the core's, the abort signal, `onStampError`.
+type Options<'e> = (RewindOptions, Option<abort::Signal<'e>>, Option<FunctionRef<(), ()>>);
 
 fn options_of<'e>(v: Option<&Unknown<'e>>) -> Result<CoreResult<Options<'e>>> {
     let mut options = RewindOptions::default();
@@ -202,29 +244,51 @@ fn options_of<'e>(v: Option<&Unknown<'e>>) -> Result<CoreResult<Options<'e>>> {
 fn continuation<'e>(
     env: &'e Env,
     fold: &Rc<Fold>,
+    place: &'static str,
     resume: impl Fn(&mut Driver, &Env, Unknown<'_>, &Rc<Fold>) + 'static,
 ) -> Result<Function<'e, (), ()>> {
     let fold = fold.clone();
     env.create_function_from_closure::<(), (), _>("resume", move |ctx| {
         let value = ctx.get::<Unknown>(0)?;
         // A continuation never runs inside another (promise reactions run on an empty stack).
-        if let Ok(mut driver) = fold.state.try_borrow_mut() {
-            resume(&mut driver, ctx.env, value, &fold);
-        }
+        fold.drive(ctx.env, place, |driver, env, fold| resume(driver, env, value, fold));
         Ok(())
     })
 }
 
-/// `promise.then(on_ok, on_err)` on a native promise (its `then` is the engine's own).
+/// A promise of the binding's own resolved with `value`: `await value`'s semantics
+/// (`Promise.resolve`). A thenable's `then` is called from a microtask, once; only its first
+/// callback counts; a plain value is the resolution itself. The result's `then` is the
+/// engine's, so the fold's continuations always run from a microtask.
+fn adopt<'e>(env: &'e Env, value: Unknown<'_>) -> Result<Object<'e>> {
+    let (deferred, promise) = Deferred::new(env)?;
+    deferred.resolve(env, value)?;
+    Ok(promise)
+}
+
+/// `adopt(value).then(on_ok, on_err)`: awaits whatever JS handed back.
+fn await_then(
+    env: &Env,
+    value: Unknown<'_>,
+    fold: &Rc<Fold>,
+    place: &'static str,
+    on_ok: impl Fn(&mut Driver, &Env, Unknown<'_>, &Rc<Fold>) + 'static,
+    on_err: impl Fn(&mut Driver, &Env, Unknown<'_>, &Rc<Fold>) + 'static,
+) -> Result<()> {
+    then(env, &adopt(env, value)?, fold, place, on_ok, on_err)
+}
+
+/// `promise.then(on_ok, on_err)` on a promise of the binding's own (see [`adopt`]).
 fn then(
     env: &Env,
     promise: &Object<'_>,
     fold: &Rc<Fold>,
+    place: &'static str,
     on_ok: impl Fn(&mut Driver, &Env, Unknown<'_>, &Rc<Fold>) + 'static,
     on_err: impl Fn(&mut Driver, &Env, Unknown<'_>, &Rc<Fold>) + 'static,
 ) -> Result<()> {
-    let ok = continuation(env, fold, on_ok)?;
-    let err = continuation(env, fold, on_err)?;
+    let ok = continuation(env, fold, place, on_ok)?;
+    let err = continuation(env, fold, place, on_err)?;
     let then: Unknown = promise.get_named_property("then")?;
     // The derived promise resolves to undefined: the continuations never throw.
     convert::call_catching(env, promise.raw(), then.raw(), FnArgs::from((ok, err)))?
@@ -239,14 +303,25 @@ impl Driver {
 
     /// Step 1: the session's latest mark, then the machine.
     fn find_mark(env: &Env, fold: &Rc<Fold>) {
-        let mut driver = fold.state.borrow_mut();
-        if let Err(e) = driver.try_find_mark(env, fold) {
-            driver.fail_napi(env, e);
-        }
+        fold.drive(env, "rewind.start", |driver, env, fold| {
+            if let Err(e) = driver.try_find_mark(env, fold) {
+                driver.fail_napi(env, e);
+            }
+        });
+    }
+
+    /// The checkpoint, until the fold settles.
+    fn checkpoint(&self) -> Result<&Checkpoint> {
+        self.checkpoint.as_ref().ok_or_else(settled_already)
+    }
+
+    /// The host, until the fold settles.
+    fn host(&self) -> Result<&JsHost> {
+        self.host.as_ref().ok_or_else(settled_already)
     }
 
     fn try_find_mark(&mut self, env: &Env, fold: &Rc<Fold>) -> Result<()> {
-        let looked_up = match self.checkpoint.as_ref().expect("until settled") {
+        let looked_up = match self.checkpoint()? {
             Checkpoint::Store(store) => {
                 // In memory (the usual case): now, on this thread.
                 if let Some(answer) = store.latest_in_memory(&self.session_id) {
@@ -257,12 +332,12 @@ impl Driver {
                 let (store, session) = (store.clone(), self.session_id.clone());
                 let fold = fold.clone();
                 env.spawn_future_with_callback(
-                    async move { Ok(fold::latest_mark(&store, &session).await) },
+                    async move { Ok(guard::future("rewind's mark lookup", fold::latest_mark(&store, &session)).await) },
                     move |env, answer| {
-                        if let Ok(mut driver) = fold.state.try_borrow_mut() {
+                        fold.drive(env, "rewind.mark", |driver, env, fold| {
                             driver.waited = true;
-                            driver.begin(env, &fold, answer.map(|m| m.as_ref().map(Anchor::from)));
-                        }
+                            driver.begin(env, fold, answer.map(|m| m.as_ref().map(Anchor::from)));
+                        });
                         Ok(())
                     },
                 )?;
@@ -274,17 +349,15 @@ impl Driver {
             Ok(v) => v,
             Err(failure) => return self.fail_with(env, failure),
         };
-        if !value.is_promise()? {
-            let mark = host::foreign_mark(&value)?;
-            self.begin(env, fold, mark);
-            return Ok(());
-        }
-        then(
+        await_then(
             env,
-            &convert::cast::<Object>(&value)?,
+            value,
             fold,
+            "rewind.mark",
             |driver, env, mark, fold| match host::foreign_mark(&mark) {
                 Ok(mark) => {
+                    // The service's answer is awaited (a microtask at least): the session may
+                    // have moved since rewind was called.
                     driver.waited = true;
                     driver.begin(env, fold, mark)
                 }
@@ -346,41 +419,33 @@ impl Driver {
         self.machine.as_ref().is_some_and(Rewind::committed_already)
     }
 
-    fn machine(&mut self) -> &mut Rewind {
-        self.machine.as_mut().expect("a running fold has its machine")
+    fn machine(&mut self) -> Result<&mut Rewind> {
+        self.machine.as_mut().ok_or_else(settled_already)
     }
 
     /// One step: `Some(next)` to go on now, `None` when waiting (or settled).
     fn step(&mut self, env: &Env, fold: &Rc<Fold>, step: Step) -> Result<Option<CoreResult<Step>>> {
         match step {
             Step::Snapshot => {
-                let anchor = self.machine().anchor();
+                let anchor = self.machine()?.anchor();
                 let waited = self.waited;
-                let taken = self
-                    .host
-                    .as_ref()
-                    .expect("until settled")
-                    .snapshot(env, anchor, waited)?;
+                let taken = self.host()?.snapshot(env, anchor, waited)?;
                 match taken {
-                    Ok(Taken::Words(words)) => Ok(Some(self.machine().snapshot(&words))),
-                    Ok(Taken::Surface(surface)) => Ok(Some(self.machine().surface(&surface))),
+                    Ok(Taken::Words(words)) => Ok(Some(self.machine()?.snapshot(&words))),
+                    Ok(Taken::Surface(surface)) => Ok(Some(self.machine()?.surface(&surface))),
                     Err(failure) => self.fail_with(env, failure).map(|()| None),
                 }
             }
             Step::Summarize { request, attempt } => {
-                let promise = match self
-                    .host
-                    .as_ref()
-                    .expect("until settled")
-                    .summarize(env, &request, attempt)?
-                {
-                    Ok(p) => p,
+                let reply = match self.host()?.summarize(env, &request, attempt)? {
+                    Ok(reply) => reply,
                     Err(failure) => return self.fail_with(env, failure).map(|()| None),
                 };
-                then(
+                await_then(
                     env,
-                    &promise,
+                    reply,
                     fold,
+                    "rewind.summary",
                     |driver, env, reply, fold| match host::summary(&reply) {
                         Ok(summary) => driver.on_summary(env, fold, summary),
                         Err(e) => driver.fail_napi(env, e),
@@ -390,20 +455,16 @@ impl Driver {
                 Ok(None)
             }
             Step::Commit(plan) => {
-                let answer = self.host.as_ref().expect("until settled").commit(env, &plan)?;
+                let answer = self.host()?.commit(env, &plan)?;
                 match answer {
-                    Ok(answer) => Ok(Some(self.machine().committed(answer))),
+                    Ok(answer) => Ok(Some(self.machine()?.committed(answer))),
                     Err(failure) => self.fail_with(env, failure).map(|()| None),
                 }
             }
             Step::Stamp { result, .. } => {
                 // The fold has happened: its result is final. Settle now, stamp afterwards.
-                let job = self
-                    .machine
-                    .take()
-                    .expect("a running fold has its machine")
-                    .into_stamp();
-                let target = match self.checkpoint.take().expect("until settled") {
+                let job = self.machine.take().ok_or_else(settled_already)?.into_stamp();
+                let target = match self.checkpoint.take().ok_or_else(settled_already)? {
                     Checkpoint::Store(store) => Target::Store(store),
                     Checkpoint::Service(service) => Target::Service(service),
                 };
@@ -434,7 +495,10 @@ impl Driver {
         if self.settled() {
             return;
         }
-        let step = summary.and_then(|s| self.machine().summarized(s));
+        let step = match self.machine() {
+            Ok(machine) => summary.and_then(|s| machine.summarized(s)),
+            Err(e) => return self.fail_napi(env, e),
+        };
         self.run(env, fold, step);
     }
 

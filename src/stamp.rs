@@ -21,7 +21,8 @@ use fold_core::FoldError;
 use napi::bindgen_prelude::*;
 use napi::{Env, ValueType};
 
-use crate::convert::{self, call_catching, reason_of, CoreResult};
+use crate::convert::{call_catching, reason_of, CoreResult, Deferred};
+use crate::guard;
 use crate::host::CheckpointService;
 
 /// Where the stamp goes.
@@ -62,7 +63,7 @@ pub fn start(env: &Env, stamper: Stamper) {
     let (later, first_later) = (me.clone(), first.clone());
     let deferred = env
         .create_function_from_closure::<(), (), _>("stamp", move |ctx| {
-            let queued = first_later.borrow_mut().take();
+            let queued = first_later.try_borrow_mut().ok().and_then(|mut q| q.take());
             try_once(ctx.env, &later, queued);
             Ok(())
         })
@@ -79,18 +80,11 @@ pub fn start(env: &Env, stamper: Stamper) {
 }
 
 fn try_once(env: &Env, me: &Shared, queued: Option<Queued>) {
-    if let Err(e) = try_stamp(env, me, queued) {
-        // A Node-API call failed: the stamp cannot go on; say so like any failure.
-        finish(
-            env,
-            me,
-            StampNext::Failed {
-                code: "HOST_FAILED",
-                message: format!(
-                    "HOST_FAILED: the mark could not be stamped folded ({e}); the next rewind finishes the stamp"
-                ),
-            },
-        );
+    match guard::catching("rewind.stamp", || try_stamp(env, me, queued)) {
+        Ok(Ok(())) => {}
+        // A Node-API call failed, or a panic: the stamp cannot go on; say so like any failure.
+        Ok(Err(e)) => failed(env, me, FoldError::HostFailed(e.to_string())),
+        Err(e) => failed(env, me, e),
     }
 }
 
@@ -116,16 +110,22 @@ fn try_stamp(env: &Env, me: &Shared, queued: Option<Queued>) -> napi::Result<()>
             let warned = store.clone();
             env.spawn_future_with_callback(
                 async move {
-                    Ok(match queued {
-                        Some(queued) => fold::finish_stamp(&store, queued).await,
-                        None => fold::complete_fold(&store, &session, mark_id).await,
-                    })
+                    let stamping = async move {
+                        match queued {
+                            Some(queued) => fold::finish_stamp(&store, queued).await,
+                            None => fold::complete_fold(&store, &session, mark_id).await,
+                        }
+                    };
+                    // A panic while it is polled is the stamp's failure (INTERNAL), not a hang.
+                    Ok(guard::future("the stamp's write", stamping).await)
                 },
                 move |env, stamped| {
-                    // A stamp that landed with a durability problem (its directory fsync failed)
-                    // is a warning.
-                    outcome(env, &me, stamped)?;
-                    crate::store::emit_warnings(env, &warned)
+                    guarded(env, &me, "rewind.stamped", |env, me| {
+                        outcome(env, me, stamped)?;
+                        // A stamp that landed with a durability problem (its directory fsync
+                        // failed) is a warning.
+                        crate::store::emit_warnings(env, &warned)
+                    })
                 },
             )?;
             Ok(())
@@ -134,26 +134,62 @@ fn try_stamp(env: &Env, me: &Shared, queued: Option<Queued>) -> napi::Result<()>
             let called = service.complete_fold(env, &session, mark_id)?;
             drop(borrowed);
             match called {
-                Ok(v) if v.is_promise()? => {
+                // Awaited as `await` does: a promise, any thenable (its first callback counts), or
+                // the value itself, through a promise of the binding's own.
+                Ok(v) => {
+                    let (deferred, promise) = Deferred::new(env)?;
+                    deferred.resolve(env, v)?;
                     let (ok, err) = (me.clone(), me.clone());
                     let on_ok = env.create_function_from_closure::<(), (), _>("stamped", move |ctx| {
-                        outcome(ctx.env, &ok, Ok(true))
+                        guarded(ctx.env, &ok, "rewind.stamped", |env, me| outcome(env, me, Ok(true)))
                     })?;
                     let on_err = env.create_function_from_closure::<(), (), _>("stampFailed", move |ctx| {
                         let thrown = ctx.get::<Unknown>(0)?;
-                        outcome(ctx.env, &err, Err(service_failed(thrown)))
+                        let failed = service_failed(thrown);
+                        guarded(ctx.env, &err, "rewind.stamped", |env, me| outcome(env, me, Err(failed)))
                     })?;
-                    let promise = convert::cast::<Object>(&v)?;
                     let then: Unknown = promise.get_named_property("then")?;
                     call_catching(env, promise.raw(), then.raw(), FnArgs::from((on_ok, on_err)))?
                         .map_err(|_| napi::Error::from_reason("a native promise's then threw"))?;
                     Ok(())
                 }
-                Ok(_) => outcome(env, me, Ok(true)),
                 Err(thrown) => outcome(env, me, Err(service_failed(thrown))),
             }
         }
     }
+}
+
+/// Runs a continuation of the stamp: a panic in it (or a failed Node-API call) ends the stamp
+/// with a reported failure, never unwinds into Node.
+fn guarded(
+    env: &Env,
+    me: &Shared,
+    place: &str,
+    body: impl FnOnce(&Env, &Shared) -> napi::Result<()>,
+) -> napi::Result<()> {
+    match guard::catching(place, || body(env, me)) {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => failed(env, me, FoldError::HostFailed(e.to_string())),
+        Err(e) => failed(env, me, e),
+    }
+    Ok(())
+}
+
+/// Ends the stamp as failed for a reason of the binding's own: a Node-API call failed
+/// (`HOST_FAILED`), or a panic (`INTERNAL`). The queued write itself goes on in the store.
+fn failed(env: &Env, me: &Shared, why: FoldError) {
+    let mark = me.try_borrow().ok().and_then(|s| s.as_ref().map(|s| s.job.mark_id()));
+    let mark = mark.map_or_else(|| "the mark".to_owned(), |id| format!("mark {id}"));
+    let code = why.code();
+    let message = format!(
+        "{code}: the report was committed but {mark} could not be stamped folded ({why}); the next rewind \
+         finishes the stamp"
+    );
+    if me.try_borrow_mut().is_err() {
+        eprintln!("dsh-fold: {message}");
+        return;
+    }
+    finish(env, me, StampNext::Failed { code, message });
 }
 
 /// The stamp's error for a checkpoint service whose `completeFold` threw or rejected.

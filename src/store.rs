@@ -1,5 +1,6 @@
 //! The checkpoint store's exports: `mark`, `latestMark`, `hasActive`, `hasActiveSync`,
-//! `completeFold`, `listMarks`, `openStore` (what a plugin calls at mount) and `compactStore`.
+//! `completeFold`, `listMarks`, `findMark`, `openStore` (what a plugin calls at mount) and
+//! `compactStore`.
 //!
 //! The JS thread never does file work here: reads answer from memory on the spot once the file
 //! is loaded; before that, the async reads wait for a load that runs off-thread, and
@@ -46,9 +47,13 @@ pub(crate) fn emit_warnings(env: &Env, store: &Store) -> napi::Result<()> {
 
 /// Runs blocking store work (a load, a listing) on napi's blocking pool.
 async fn off_thread<T: Send + 'static>(f: impl FnOnce() -> CoreResult<T> + Send + 'static) -> CoreResult<T> {
-    napi::bindgen_prelude::spawn_blocking(f)
-        .await
-        .map_err(|e| FoldError::StoreIo(format!("checkpoint store worker failed: {e}")))?
+    napi::bindgen_prelude::spawn_blocking(f).await.map_err(|e| {
+        if e.is_panic() {
+            crate::guard::internal("a checkpoint store worker", &*e.into_panic())
+        } else {
+            FoldError::StoreIo(format!("checkpoint store worker failed: {e}"))
+        }
+    })?
 }
 
 /// Records a durable checkpoint mark for `sessionId` at log length `logLength`.
@@ -57,6 +62,18 @@ async fn off_thread<T: Send + 'static>(f: impl FnOnce() -> CoreResult<T> + Send 
     ts_return_type = "Promise<NewMark>"
 )]
 pub fn mark<'e>(
+    env: &'e Env,
+    store: Unknown<'e>,
+    session_id: Unknown<'e>,
+    log_length: Unknown<'e>,
+    objective: Option<Unknown<'e>>,
+) -> Result<PromiseRaw<'e, NewMark>> {
+    crate::guard::rejecting(env, "mark", || {
+        mark_checked(env, store, session_id, log_length, objective)
+    })
+}
+
+fn mark_checked<'e>(
     env: &'e Env,
     store: Unknown<'e>,
     session_id: Unknown<'e>,
@@ -91,6 +108,14 @@ pub fn latest_mark<'e>(
     store: Unknown<'e>,
     session_id: Unknown<'e>,
 ) -> Result<PromiseRaw<'e, Option<MarkRecord>>> {
+    crate::guard::rejecting(env, "latestMark", || latest_mark_checked(env, store, session_id))
+}
+
+fn latest_mark_checked<'e>(
+    env: &'e Env,
+    store: Unknown<'e>,
+    session_id: Unknown<'e>,
+) -> Result<PromiseRaw<'e, Option<MarkRecord>>> {
     let store = arg_or_reject!(env, convert::store(&store));
     let session_id = arg_or_reject!(env, convert::string(&session_id, "sessionId"));
     // Once the file is in memory the answer is known here: settle now, without the async
@@ -113,6 +138,10 @@ pub fn latest_mark<'e>(
     ts_return_type = "Promise<boolean>"
 )]
 pub fn has_active<'e>(env: &'e Env, store: Unknown<'e>, session_id: Unknown<'e>) -> Result<PromiseRaw<'e, bool>> {
+    crate::guard::rejecting(env, "hasActive", || has_active_checked(env, store, session_id))
+}
+
+fn has_active_checked<'e>(env: &'e Env, store: Unknown<'e>, session_id: Unknown<'e>) -> Result<PromiseRaw<'e, bool>> {
     let store = arg_or_reject!(env, convert::store(&store));
     let session_id = match convert::string(&session_id, "sessionId")?.and_then(|s| check_session_id(&s).map(|()| s)) {
         Ok(s) => s,
@@ -135,6 +164,10 @@ pub fn has_active<'e>(env: &'e Env, store: Unknown<'e>, session_id: Unknown<'e>)
 /// on the JS thread; after a failed load it throws that load's error (and tries again).
 #[napi(ts_args_type = "store: StoreRef, sessionId: string")]
 pub fn has_active_sync(env: &Env, store: Unknown<'_>, session_id: Unknown<'_>) -> Result<bool> {
+    crate::guard::throwing(env, "hasActiveSync", || has_active_sync_checked(env, store, session_id))
+}
+
+fn has_active_sync_checked(env: &Env, store: Unknown<'_>, session_id: Unknown<'_>) -> Result<bool> {
     let store = arg_or_throw!(env, convert::store(&store));
     let session_id = arg_or_throw!(env, convert::string(&session_id, "sessionId"));
     let answer = match store.has_active_in_memory(&session_id) {
@@ -167,6 +200,17 @@ pub fn complete_fold<'e>(
     session_id: Unknown<'e>,
     mark_id: Unknown<'e>,
 ) -> Result<PromiseRaw<'e, bool>> {
+    crate::guard::rejecting(env, "completeFold", || {
+        complete_fold_checked(env, store, session_id, mark_id)
+    })
+}
+
+fn complete_fold_checked<'e>(
+    env: &'e Env,
+    store: Unknown<'e>,
+    session_id: Unknown<'e>,
+    mark_id: Unknown<'e>,
+) -> Result<PromiseRaw<'e, bool>> {
     let store = arg_or_reject!(env, convert::store(&store));
     let session_id = arg_or_reject!(env, convert::string(&session_id, "sessionId"));
     let mark_id = arg_or_reject!(env, convert::integer(&mark_id, "markId", MAX_MARK_ID));
@@ -191,12 +235,52 @@ pub fn list_marks<'e>(
     store: Unknown<'e>,
     session_id: Option<Unknown<'e>>,
 ) -> Result<PromiseRaw<'e, Vec<MarkRecord>>> {
+    crate::guard::rejecting(env, "listMarks", || list_marks_checked(env, store, session_id))
+}
+
+fn list_marks_checked<'e>(
+    env: &'e Env,
+    store: Unknown<'e>,
+    session_id: Option<Unknown<'e>>,
+) -> Result<PromiseRaw<'e, Vec<MarkRecord>>> {
     let store = arg_or_reject!(env, convert::store(&store));
     let session_id = arg_or_reject!(env, convert::opt_string(session_id.as_ref(), "sessionId"));
     promise(
         env,
         async move { off_thread(move || store.list(session_id.as_deref())).await },
         |_, marks| Ok(marks.into_iter().map(MarkRecord::from).collect()),
+    )
+}
+
+/// The mark with id `markId` (any session's), or `null`: one mark's lookup, from memory when it
+/// is there (settled on the spot), else off the JS thread after catching up with the files
+/// (what recall's owner check asks, instead of listing the whole store).
+#[napi(
+    ts_args_type = "store: StoreRef, markId: number",
+    ts_return_type = "Promise<MarkRecord | null>"
+)]
+pub fn find_mark<'e>(
+    env: &'e Env,
+    store: Unknown<'e>,
+    mark_id: Unknown<'e>,
+) -> Result<PromiseRaw<'e, Option<MarkRecord>>> {
+    crate::guard::rejecting(env, "findMark", || find_mark_checked(env, store, mark_id))
+}
+
+fn find_mark_checked<'e>(
+    env: &'e Env,
+    store: Unknown<'e>,
+    mark_id: Unknown<'e>,
+) -> Result<PromiseRaw<'e, Option<MarkRecord>>> {
+    let store = arg_or_reject!(env, convert::store(&store));
+    let mark_id = arg_or_reject!(env, convert::integer(&mark_id, "markId", MAX_MARK_ID));
+    if let Some(found) = store.find_in_memory(mark_id) {
+        return settled(env, Ok(Some(MarkRecord::from(found))));
+    }
+    promise(
+        env,
+        async move { off_thread(move || store.find(mark_id)).await },
+        |_, m| Ok(m.map(MarkRecord::from)),
     )
 }
 
@@ -207,6 +291,10 @@ pub fn list_marks<'e>(
 /// call reports it too).
 #[napi(ts_args_type = "store: StoreRef", ts_return_type = "Promise<void>")]
 pub fn open_store<'e>(env: &'e Env, store: Unknown<'e>) -> Result<PromiseRaw<'e, ()>> {
+    crate::guard::rejecting(env, "openStore", || open_store_checked(env, store))
+}
+
+fn open_store_checked<'e>(env: &'e Env, store: Unknown<'e>) -> Result<PromiseRaw<'e, ()>> {
     let store = arg_or_reject!(env, convert::store(&store));
     let warned = store.clone();
     promise(
@@ -220,6 +308,10 @@ pub fn open_store<'e>(env: &'e Env, store: Unknown<'e>) -> Result<PromiseRaw<'e,
 /// every mark. Resolves once done (nothing to do for a store that does not exist).
 #[napi(ts_args_type = "store: StoreRef", ts_return_type = "Promise<void>")]
 pub fn compact_store<'e>(env: &'e Env, store: Unknown<'e>) -> Result<PromiseRaw<'e, ()>> {
+    crate::guard::rejecting(env, "compactStore", || compact_store_checked(env, store))
+}
+
+fn compact_store_checked<'e>(env: &'e Env, store: Unknown<'e>) -> Result<PromiseRaw<'e, ()>> {
     let store = arg_or_reject!(env, convert::store(&store));
     let warned = store.clone();
     promise(

@@ -9,6 +9,10 @@ use crate::convert::throw;
 /// Decodes a sequence of concatenated Zstandard frames (a `session.jsonl.zstd` file).
 #[napi(ts_args_type = "data: Uint8Array")]
 pub fn decode_zstd(env: &Env, data: Unknown<'_>) -> Result<Buffer> {
+    crate::guard::throwing(env, "decodeZstd", || decode_checked(env, data))
+}
+
+fn decode_checked(env: &Env, data: Unknown<'_>) -> Result<Buffer> {
     let bytes = match crate::convert::cast::<Uint8Array>(&data) {
         Ok(bytes) => bytes,
         Err(_) => {

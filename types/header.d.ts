@@ -23,8 +23,9 @@ export interface StoreOptions {
  * the mirror brought back in step, or a snapshot (the fold's anchor is the mark's log length: a
  * node no fold from it can reach may carry 0 chars).
  *
- * `summarize` is called up to `maxSummarizationRetries + 1` times, and it must return a native
- * `Promise`; `commit` at most once, and it must run synchronously: check `planMatches(plan, ...)`
+ * `summarize` is called up to `maxSummarizationRetries + 1` times, and what it returns is awaited
+ * as `await` does (a promise, any thenable, or the reply itself; a thenable's first callback
+ * counts); `commit` at most once, and it must run synchronously: check `planMatches(plan, ...)`
  * on the surface as it is now (when the log grew since the selection), and append the
  * replacement only when it holds. The fold's promise settles once `commit` answered
  * `committed`; the mark's durable stamp follows. Callbacks are called with the host as `this`.
@@ -33,7 +34,7 @@ export interface RewindHost {
   mirror?: SessionMirror
   current?: number
   snapshot(anchor: number): Uint32Array | SessionMirror
-  summarize(region: FoldRegion, attempt: number): Promise<string | SummaryReply>
+  summarize(region: FoldRegion, attempt: number): PromiseLike<string | SummaryReply> | string | SummaryReply
   commit(plan: FoldPlan): 'committed' | 'changed'
 }
 
@@ -41,10 +42,11 @@ export interface RewindHost {
  * A checkpoint service other than dsh-fold's store, with the reference's contract
  * (`@dpskh/tool-checkpoint`'s `ctx.checkpoint`): `rewind` reads the mark through `latestMark`
  * (`undefined` or `null` when there is none; `foldedAt` absent or `null` while active) and stamps
- * it through `completeFold`. Either may return a promise or the value itself.
+ * it through `completeFold`. Either may return a promise (any thenable) or the value itself: it
+ * is awaited as `await` does.
  */
 export interface CheckpointService {
-  latestMark(sessionId: string): Promise<ForeignMark | undefined | null> | ForeignMark | undefined | null
+  latestMark(sessionId: string): PromiseLike<ForeignMark | undefined | null> | ForeignMark | undefined | null
   completeFold(sessionId: string, markId: number): unknown
 }
 

@@ -40,6 +40,11 @@ describe('bad input to block_summary changes nothing', () => {
     ['neither id nor ids', { summary: 's' }, 'INVALID_ARGUMENT', /name the blocks/],
     ['an empty summary', { ids: ['A'], summary: '  \n' }, 'INVALID_ARGUMENT', /`summary` is empty/],
     ['an unknown id', { ids: ['A', 'Z'], summary: 's' }, 'UNKNOWN_BLOCK', /Z/],
+    // What a program can pass for the price of one call: refused by the list's length, in a short message.
+    ['200,000 ids', { ids: Array.from({ length: 200_000 }, (_, i) => `id-${i}`), summary: 's' }, 'INVALID_ARGUMENT', /names 200000 blocks; one call names at most 256\./],
+    ['an id of 100,000 characters', { ids: ['A', 'q'.repeat(100_000)], summary: 's' }, 'INVALID_ARGUMENT', /^INVALID_ARGUMENT: block id "q{39}… is 100000 characters long; a block id has at most 256/],
+    ['a repeated long id', { ids: ['r'.repeat(200), 'r'.repeat(200)], summary: 's' }, 'INVALID_ARGUMENT', /^INVALID_ARGUMENT: block id "r{39}… is listed twice/],
+    ['256 unknown ids', { ids: Array.from({ length: 256 }, (_, i) => `u${i}`), summary: 's' }, 'UNKNOWN_BLOCK', /"u11" and 244 more;/],
     // The schema DSH validates before the tool body runs: its own code, INVALID_ARGS.
     ['a non-string id', { ids: ['A', 7], summary: 's' }, 'INVALID_ARGS', /ids/],
     ['a non-string summary', { ids: ['A'], summary: 42 }, 'INVALID_ARGS', /summary/],
@@ -52,6 +57,7 @@ describe('bad input to block_summary changes nothing', () => {
       assert.equal(result.isError, true)
       assert.equal(result.error.info?.code, code, result.error.message)
       assert.match(result.error.message, /** @type {RegExp} */ (message))
+      assert.ok(result.error.message.length < 600, `${result.error.message.length} chars`)
       if (code !== 'INVALID_ARGS') assert.match(result.error.message, new RegExp(`^${code}: `))
       assert.deepEqual(stateOf(agent.session), was)
     })
@@ -119,6 +125,8 @@ describe('bad input to block_run_code runs no program and opens no block', () =>
   const cases = [
     ['an empty ids list', { ids: [] }, /`ids` is empty/],
     ['a duplicate id', { ids: ['A', 'A'] }, /listed twice/],
+    ['257 ids', { ids: Array.from({ length: 257 }, (_, i) => `id-${i}`) }, /names 257 blocks; one call names at most 256/],
+    ['a description of 5,000 characters', { ids: ['A'], description: 'd'.repeat(5000) }, /`description` is 5000 characters long/],
     ['both id and ids', { id: 'A', ids: ['A'] }, /not both/],
     ['neither id nor ids', {}, /name the blocks/],
     ['a zero timeout', { ids: ['A'], timeoutMs: 0 }, /timeoutMs/],
@@ -142,9 +150,9 @@ describe('bad input to block_run_code runs no program and opens no block', () =>
       assert.ok(!agent.session.events.some((/** @type {any} */ e) => e.type.startsWith('tool/code-dispatch')), 'the program ran')
       assert.ok(!textOf(model.requests[1].messages.at(-1)).includes('flux capacitor'))
       // Invalid ids tag nothing: there is no block A to close. (A call refused for its timeout
-      // had valid ids: it belongs to A, and closing A takes the refused call with it.)
+      // or its description had valid ids: it belongs to A, and closing A takes it with it.)
       const closing = await subCall(root, agent, 'block_summary', { ids: ['A'], summary: 's' })
-      if ('timeoutMs' in extra) assert.equal(closing.value?.replaced, 2, closing.error?.message)
+      if ('timeoutMs' in extra || 'description' in extra) assert.equal(closing.value?.replaced, 2, closing.error?.message)
       else assert.equal(closing.error?.info?.code, 'UNKNOWN_BLOCK', closing.error?.message)
     })
   }

@@ -125,6 +125,19 @@ describe('block_run_code delegates to the host run_code', () => {
   })
 })
 
+describe('the test tools read what the model sends as data', () => {
+  it('lookup: a key named like an Object.prototype member is no note', async () => {
+    const { root } = await bootBlockHost({
+      script: [{ calls: [blockCall('c1', ['A'], 'const out = []; for (const key of ["constructor", "toString", "__proto__", "alpha"]) { try { out.push(await tools.lookup({key})) } catch (e) { out.push(e.message) } } return out')] }, { text: 'done' }],
+    })
+    const agent = await agentOn(root)
+    await prompt(agent, 'look up odd keys')
+    const text = resultOf(agent.session, 'c1')?.text ?? ''
+    for (const key of ['constructor', 'toString', '__proto__']) assert.match(text, new RegExp(`no note ${key}`))
+    assert.ok(text.includes(NOTES.alpha))
+  })
+})
+
 describe('the guard and the wire', () => {
   it('refuses direct calls to anything but block_run_code, and a nested block_run_code', async () => {
     const { root, model } = await bootBlockHost({

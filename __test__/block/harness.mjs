@@ -137,7 +137,8 @@ export async function bootBlockHost({ script = [], meter = true, mode = 'both', 
       output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
       isConcurrencySafe: () => true,
       execute: async ({ key }) => {
-        if (!(key in NOTES)) throw new Error(`no note ${key}`)
+        // The key comes from the model: own keys only (`constructor` is no note).
+        if (!Object.hasOwn(NOTES, key)) throw new Error(`no note ${key}`)
         return NOTES[/** @type {keyof typeof NOTES} */ (key)]
       },
     }),

@@ -469,7 +469,11 @@ describe('hostile host callbacks', () => {
     ['summarize resolves a bad usage', { summarize: async () => ({ text: 'r', usage: { outputTokens: 'many' } }) }, 'SUMMARIZE_FAILED'],
     ['summarize resolves null', { summarize: async () => null }, 'SUMMARIZE_FAILED'],
     ['summarize resolves a number', { summarize: async () => 7 }, 'SUMMARIZE_FAILED'],
-    ['summarize returns a non-promise', { summarize: () => 'not a promise' }, 'SUMMARIZE_FAILED'],
+    // What summarize returns is awaited as `await` does: a plain value or a thenable is its answer.
+    ['summarize returns a number', { summarize: () => 7 }, 'SUMMARIZE_FAILED'],
+    ['summarize returns a thenable of null', { summarize: () => ({ then: (/** @type {any} */ ok) => ok(null) }) }, 'SUMMARIZE_FAILED'],
+    ['summarize returns a thenable whose then throws', { summarize: () => ({ then() { throw new Error('then exploded') } }) }, 'SUMMARIZE_FAILED'],
+    ['summarize returns a thenable that rejects twice', { summarize: () => ({ then: (/** @type {any} */ _ok, /** @type {any} */ err) => { err(new Error('first')); err(new Error('second')) } }) }, 'SUMMARIZE_FAILED'],
     ['summarize resolves only empty text', { summarize: summarizeEmpty }, 'SUMMARIZE_FAILED'],
     ['commit throws', { commit: () => { throw new Error('append failed') } }, 'HOST_FAILED'],
     ['commit returns "maybe"', { commit: () => 'maybe' }, 'HOST_FAILED'],

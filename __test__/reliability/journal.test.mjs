@@ -11,6 +11,7 @@ import path from 'node:path'
 import { describe, it } from 'node:test'
 
 import { assertCoded, failure, fileState, fold, journalLine, parseAcks, parseJournal, readStoreFile, runWorker, tempDir, tempStore } from './helpers.mjs'
+import { faultsEnv } from '../helpers/faults.mjs'
 
 /** A store with a few marks and stamps, so its journal holds several appends. */
 async function seeded() {
@@ -141,8 +142,8 @@ describe('processes', () => {
     for (let i = 0; i < 3; i++) await fold.mark(store, 'seed', i)
     const journal = `${file}.journal`
     const before = readFileSync(journal)
-    // The worker's append writes half its line, fsyncs it, and parks (test-only fault).
-    const run = await runWorker({ store, sessions: ['victim'], count: 1, ops: 'mark', env: { DSH_FOLD_TEST_FAULTS: 'torn-append' } }, (child) => {
+    // The worker's append writes half its line, fsyncs it, and parks (a fault of the test build).
+    const run = await runWorker({ store, sessions: ['victim'], count: 1, ops: 'mark', env: faultsEnv('torn-append') }, (child) => {
       const poll = setInterval(() => {
         const now = readFileSync(journal)
         if (now.length > before.length && now.at(-1) !== 0x0a) {

@@ -7,7 +7,22 @@
  *
  * The same normalizer decides whether a logged `block_run_code` call tags anything, so the
  * validation a call meets and the attribution its log entry gets can never disagree.
+ *
+ * Everything here is the model's to inflate, so every check is linear and capped: at most
+ * `MAX_BLOCK_IDS` ids (the addon's `MAX_BLOCK_TARGETS`, refused by the list's length before an
+ * id is read), each at most `MAX_BLOCK_ID_CHARS` long, a description of at most
+ * `MAX_DESCRIPTION_CHARS`; and an error message quotes at most a short prefix of what it names.
  */
+import { addon } from '../shared/addon.js'
+import { brief } from '../shared/errors.js'
+
+/** Most block ids one call may name (the core's limit, read from the addon). */
+export const MAX_BLOCK_IDS = addon.MAX_BLOCK_TARGETS
+/** Longest block id, in UTF-16 units (a string's `length`). */
+export const MAX_BLOCK_ID_CHARS = addon.MAX_BLOCK_ID_LENGTH
+/** Longest `description` of a `block_run_code` call (shown in the UI: "5-10 words"). */
+export const MAX_DESCRIPTION_CHARS = 1000
+
 
 /**
  * An `Error` carrying one of dsh-fold's stable codes.
@@ -34,11 +49,13 @@ export function normalizeBlockIds(args) {
   const ids = hasIds ? a.ids : [a.id]
   if (!Array.isArray(ids)) throw codedError('INVALID_ARGUMENT', '`ids` must be an array of block ids')
   if (ids.length === 0) throw codedError('INVALID_ARGUMENT', '`ids` is empty: name at least one block')
+  if (ids.length > MAX_BLOCK_IDS) throw codedError('INVALID_ARGUMENT', `\`ids\` names ${ids.length} blocks; one call names at most ${MAX_BLOCK_IDS}`)
   const seen = new Set()
   for (const id of ids) {
-    if (typeof id !== 'string') throw codedError('INVALID_ARGUMENT', `block ids are strings; got ${JSON.stringify(id) ?? String(id)}`)
+    if (typeof id !== 'string') throw codedError('INVALID_ARGUMENT', `block ids are strings; got ${brief(id)}`)
     if (id.trim() === '') throw codedError('INVALID_ARGUMENT', 'a block id must not be empty')
-    if (seen.has(id)) throw codedError('INVALID_ARGUMENT', `block id ${JSON.stringify(id)} is listed twice`)
+    if (id.length > MAX_BLOCK_ID_CHARS) throw codedError('INVALID_ARGUMENT', `block id ${brief(id)} is ${id.length} characters long; a block id has at most ${MAX_BLOCK_ID_CHARS}`)
+    if (seen.has(id)) throw codedError('INVALID_ARGUMENT', `block id ${brief(id)} is listed twice`)
     seen.add(id)
   }
   return /** @type {string[]} */ (ids)
@@ -69,6 +86,18 @@ export function normalizeSummary(summary) {
   if (typeof summary !== 'string') throw codedError('INVALID_ARGUMENT', '`summary` must be a string: your own summary of the blocks')
   if (summary.trim() === '') throw codedError('INVALID_ARGUMENT', '`summary` is empty: write what the blocks established before closing them')
   return summary
+}
+
+/**
+ * The `description` of a `block_run_code` call: what the UI shows for the program.
+ * @param {unknown} description
+ * @returns {string}
+ * @throws {Error & {code: 'INVALID_ARGUMENT'}} not a string, or longer than `MAX_DESCRIPTION_CHARS`
+ */
+export function normalizeDescription(description) {
+  if (typeof description !== 'string') throw codedError('INVALID_ARGUMENT', '`description` must be a string: what this program does, in 5-10 words')
+  if (description.length > MAX_DESCRIPTION_CHARS) throw codedError('INVALID_ARGUMENT', `\`description\` is ${description.length} characters long; keep it to 5-10 words (at most ${MAX_DESCRIPTION_CHARS} characters)`)
+  return description
 }
 
 /**

@@ -19,22 +19,30 @@
  * - A guard refuses every direct call but `block_run_code`, and a `block_run_code` nested in
  *   a program; a `system-prompt/assemble` listener narrows the wire tool list to
  *   `block_run_code` (the generated SDK still lists every tool); a prompt section says how to
- *   size and close blocks.
+ *   size and close blocks, and, when `recall` is mounted, how to call it from a program. The
+ *   recall hint that ends each summary spells the call as a program writes it
+ *   (`await tools.recall({...})` inside a `block_run_code` program): a direct call is refused.
  * - Pending requests are rebuilt from the log (`log.js`) when a session is created —
  *   restored from disk or forked — and whenever the plugin mounts.
+ * - A queued summary that can no longer land (stale: the user, another block summary or a rewind
+ *   report or compaction arrived in its range after it was written; protected; unknown by then)
+ *   replaces nothing and is logged in a closed bracket; the agent's next step carries one short
+ *   note saying which summary was not applied and why (an `agent/pre-step` listener adds it to
+ *   the step's messages; the log says which failures were told, so each is told once, also after
+ *   a restart).
  *
  * A host without Code Mode fails at mount: the `codeRuntime` service is injected (DSH's boot
  * audit names it when absent), and `apply` throws naming what else is missing.
  */
 import { scopeOf } from '@deepseek-ai/dsh-scope'
 import { defineTool, RUN_CODE_NAME } from '@deepseek-ai/dsh-tools'
-import { HarnessError } from '@deepseek-ai/dsh-llm'
+import { HarnessError, boundContextSummary, createUserMessage } from '@deepseek-ai/dsh-llm'
 import Schema from '@deepseek-ai/schemastery'
 
 import { addon } from '../shared/addon.js'
-import { blockIdsOrNone, codedError, normalizeBlockIds, normalizeSummary, normalizeTimeout } from './args.js'
+import { blockIdsOrNone, codedError, normalizeBlockIds, normalizeDescription, normalizeSummary, normalizeTimeout, MAX_DESCRIPTION_CHARS } from './args.js'
 import { writeCommit, writeFailure } from './commit.js'
-import { recallHint } from '../recall/hint.js'
+import { programCallee, recallHint, recallToolName } from '../recall/hint.js'
 import { SessionBlocks } from './log.js'
 import { callBlockIds } from './surface.js'
 import { mirrorOf, mountMirror, trackBlockTool, useMeter, withLog } from '../shared/mirror.js'
@@ -99,9 +107,41 @@ Close each block as soon as its sub-goal is done, before moving on, from a progr
 每个子目标完成后立即在程序中收口，再继续后面的工作：\`await tools.${summary}({ids: ['<id>'], summary: '...'})\`。在区块自己的程序里收口是正常做法，摘要会在该程序的结果之后生效。摘要替换该区块从第一次出现到最后一次出现之间的全部消息，包括其间到达的用户消息和工作区指令（AGENTS.md），所以要让它能独立成立：目标、做了什么和发现了什么（准确的路径、命令、标识符、数字）、区间内新增的每条要求、纠正和约束、还剩什么以及下一步，或者只剩向用户报告结果。`,
 }
 
+/** The prompt's paragraph on recall, when a `recall` tool is mounted. */
+const RECALL_PROMPT = {
+  en: (/** @type {string} */ run, /** @type {string} */ recall) =>
+    `\n\nA closed block is not lost: inside a \`${run}\` program, \`await ${programCallee(recall)}({block: '<id>', query: 'text or /regex/'})\` returns its exact original lines (without \`query\`, an index). Like every tool here, it cannot be called directly.`,
+  zh: (/** @type {string} */ run, /** @type {string} */ recall) =>
+    `\n\n已收口的区块并未丢失：在 \`${run}\` 程序中，\`await ${programCallee(recall)}({block: '<id>', query: '文本或 /正则/'})\` 返回其原始行（不带 \`query\` 时返回索引）。与这里的其它工具一样，它不能直接调用。`,
+}
+
 const PENDING_NOTE = {
   en: (/** @type {string} */ reason) => `Queued: ${reason}. The summary replaces the blocks as soon as that clears, before your next step; do not call it again for them.`,
   zh: (/** @type {string} */ reason) => `已排队：${reason}。一旦条件满足，摘要立即替换这些区块（在你的下一步之前）；不要为它们再次调用。`,
+}
+
+/** Longest logged error a note quotes, in characters. */
+const NOTE_ERROR_CHARS = 600
+/** Most block ids a note names before "and N more". */
+const NOTE_IDS = 6
+
+/** @param {string[]} ids */
+const idList = (ids) => (ids.length > NOTE_IDS ? `${ids.slice(0, NOTE_IDS).join(', ')} and ${ids.length - NOTE_IDS} more` : ids.join(', '))
+/** @param {string} error */
+const clipError = (error) => (error.length > NOTE_ERROR_CHARS ? `${error.slice(0, NOTE_ERROR_CHARS - 1)}…` : error)
+
+/** The note for deferred summaries that were not applied: one line each. */
+const NOT_APPLIED = {
+  en: {
+    line: (/** @type {import('./log.js').Failure} */ f) =>
+      `[block mode] Your summary of block ${idList(f.targets)} was not applied: ${clipError(f.error)}`,
+    summary: (/** @type {string[]} */ ids) => `Block summary not applied: ${ids.join(', ')}`,
+  },
+  zh: {
+    line: (/** @type {import('./log.js').Failure} */ f) =>
+      `[区块模式] 你对区块 ${idList(f.targets)} 的摘要未被应用：${clipError(f.error)}`,
+    summary: (/** @type {string[]} */ ids) => `区块摘要未应用：${ids.join(', ')}`,
+  },
 }
 
 /** Events after which a queued summary may be able to land. */
@@ -201,7 +241,8 @@ class BlockMode {
       turn: state.openTurn,
       metered: this.metered,
       language: this.config.language,
-      hint: (/** @type {string[]} */ closed) => recallHint(this.ctx, { block: closed[0] }, this.config.language),
+      // Recall is reachable only from a program here: the hint spells the call as one writes it.
+      hint: (/** @type {string[]} */ closed) => recallHint(this.ctx, { block: closed[0] }, this.config.language, { program: this.config.toolName }),
     }
   }
 
@@ -272,6 +313,29 @@ class BlockMode {
     if (state.queue.size > 0) this.schedule(session)
   }
 
+  /**
+   * The note owed to the model about deferred summaries that were not applied, or `undefined`:
+   * a `user/message` (a plugin `notice`) whose source names the requests it reports, so reading
+   * it back from the log settles them.
+   * @param {any} session
+   */
+  noteFor(session) {
+    const state = this.stateOf(session)
+    if (state.untold.size === 0) return undefined
+    const failures = [...state.untold.values()]
+    const words = NOT_APPLIED[this.config.language]
+    return createUserMessage({
+      content: [{ type: 'text', text: failures.map(words.line).join('\n') }],
+      source: {
+        kind: 'plugin',
+        plugin: 'dsh-fold/block',
+        form: 'notice',
+        summary: boundContextSummary(words.summary([...new Set(failures.flatMap((f) => f.targets))])),
+        blockNotice: { requestSeqs: failures.map((f) => f.requestSeq) },
+      },
+    })
+  }
+
   /** @param {any} session @param {any} event */
   onEvent(session, event) {
     const state = this.#sessions.get(session)
@@ -320,10 +384,28 @@ export function apply(ctx, config) {
     return { ...assembled, tools: assembled.tools.filter((/** @type {{name: string}} */ t) => t.name === toolName) }
   })
 
-  ctx.systemPrompt.section({ name: `tool:${toolName}`, order: 140, text: PROMPT[language](toolName, summaryToolName) })
+  // Read at each assembly: `recall` may be mounted (or renamed) after block mode.
+  const prompt = PROMPT[language](toolName, summaryToolName)
+  ctx.systemPrompt.section({
+    name: `tool:${toolName}`,
+    order: 140,
+    text: () => {
+      const recall = recallToolName(ctx)
+      return recall === undefined ? prompt : prompt + RECALL_PROMPT[language](toolName, recall)
+    },
+  })
 
   ctx.tools.register(runTool(ctx, config))
   ctx.tools.register(summaryTool(mode, config))
+
+  // The agent's next step carries the note about deferred summaries that were not applied.
+  ctx.on('agent/pre-step', async (/** @type {{agent: any}} */ payload, /** @type {() => Promise<any>} */ next) => {
+    const decision = await next()
+    const session = payload.agent?.session
+    if (decision?.kind !== 'enter' || !session) return decision
+    const note = mode.noteFor(session)
+    return note ? { ...decision, messages: [...decision.messages, note] } : decision
+  })
 
   ctx.on('session/event', (/** @type {any} */ session, /** @type {any} */ event) => mode.onEvent(session, event))
   ctx.on('session/created', (/** @type {any} */ session) => mode.recover(session))
@@ -370,7 +452,7 @@ function runTool(ctx, { toolName, maxTimeoutMs }) {
     },
     presentCall: (/** @type {any} */ args) => ({
       card: 'generic',
-      title: `[${blockIdsOrNone(args).join(', ')}] ${args.description}`,
+      title: `[${blockIdsOrNone(args).join(', ')}] ${String(args.description ?? '').slice(0, MAX_DESCRIPTION_CHARS)}`,
       kind: 'execute',
       rawInput: args.code,
     }),
@@ -379,6 +461,7 @@ function runTool(ctx, { toolName, maxTimeoutMs }) {
       let timeoutMs
       try {
         normalizeBlockIds(args)
+        normalizeDescription(args.description)
         timeoutMs = normalizeTimeout(args.timeoutMs, maxTimeoutMs)
       } catch (e) {
         throw toToolError(e)

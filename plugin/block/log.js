@@ -12,9 +12,15 @@
  * logged failure). So a session restored from disk, or forked with `sessions.fork`, finds the
  * requests its previous life left pending without any store beside the log.
  *
+ * A deferred request that could not land (stale, protected, unknown by then) is logged as a
+ * closed bracket whose `compaction/end` carries the error; it is owed a note to the model until a
+ * `user/message` whose source's `blockNotice.requestSeqs` names it is in the log (block mode adds
+ * that note to the agent's next step). So a failure is told exactly once, also after a restart.
+ *
  * The reading is incremental: each event is looked at once, when the state catches up.
  */
 import { blockIdsOrNone } from './args.js'
+import { compactionLock } from '../shared/compaction-lock.js'
 import { eventLog } from '../shared/session.js'
 
 /**
@@ -43,6 +49,23 @@ function parseResult(content) {
 /** The block-mode tag of a commit's events, if any. @param {any} data */
 const tagOf = (data) => (typeof data?.blockPtc?.requestSeq === 'number' ? data.blockPtc.requestSeq : undefined)
 
+/**
+ * The requests a block-mode note to the model reports, or `undefined` when `source` is not one.
+ * @param {any} source a `user/message`'s source
+ * @returns {number[] | undefined}
+ */
+export function noticedRequests(source) {
+  const seqs = source?.blockNotice?.requestSeqs
+  return Array.isArray(seqs) ? seqs.filter((s) => Number.isSafeInteger(s)) : undefined
+}
+
+/**
+ * @typedef {object} Failure a deferred summary that was logged as failed
+ * @property {number} requestSeq
+ * @property {string[]} targets the ids it was to close
+ * @property {string} error the logged error (`CODE: message`)
+ */
+
 export class SessionBlocks {
   /** Events read so far. */
   consumed = 0
@@ -56,6 +79,8 @@ export class SessionBlocks {
   settled = new Set()
   /** @type {Map<number, SummaryRequest>} requests owed a commit, in request order */
   queue = new Map()
+  /** @type {Map<number, Failure>} failed requests owed a note to the model, in log order */
+  untold = new Map()
 
   /** @param {string} summaryTool the `block_summary` tool's name */
   constructor(summaryTool) {
@@ -85,6 +110,9 @@ export class SessionBlocks {
   /** @param {any} event */
   #read(event) {
     const data = event.data
+    // DSH's compaction lock, by the one shared rule (a start left open by an earlier life of the
+    // session is stale after its `session/end-seed`, as DSH's own compaction treats it).
+    this.openCompaction = compactionLock(this.openCompaction, event)
     switch (event.type) {
       case 'turn/start':
         this.openTurn = data.turn
@@ -97,23 +125,24 @@ export class SessionBlocks {
         if (typeof config?.provider === 'string' && typeof config?.model === 'string') this.route = { provider: config.provider, model: config.model }
         break
       }
-      case 'compaction/start':
-        this.openCompaction = event.seq
-        break
       case 'compaction/end': {
-        this.openCompaction = undefined
         const tag = tagOf(data)
-        if (tag !== undefined) this.settle(tag)
+        if (tag !== undefined) {
+          // Only a deferred request is owed a note: an immediate one failed inside the program,
+          // which read the error as the call's result.
+          const deferred = this.queue.has(tag)
+          this.settle(tag)
+          if (deferred && typeof data.error === 'string') {
+            const closed = Array.isArray(data.blockPtc.closed) ? data.blockPtc.closed.filter((/** @type {unknown} */ id) => typeof id === 'string') : []
+            this.untold.set(tag, { requestSeq: tag, targets: closed, error: data.error })
+          }
+        }
         break
       }
-      case 'session/end-seed':
-        // A start left open by an earlier life of the session (a crash mid-bracket) is stale
-        // after a restore or fork: DSH's own compaction treats it the same way.
-        this.openCompaction = undefined
-        break
       case 'user/message': {
         const tag = tagOf(data?.source)
         if (tag !== undefined) this.settle(tag)
+        for (const seq of noticedRequests(data?.source) ?? []) this.untold.delete(seq)
         break
       }
       case 'tool/code-dispatch': {

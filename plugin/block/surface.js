@@ -10,7 +10,8 @@
  * It reads facts only — each block call's `ids` (or legacy `id`) from its assistant message's
  * tool-call arguments (none for arguments the plugin refuses), the ids a block summary carries (`source.blockPtc.remaining`), whether a
  * replacement is a block summary or another producer's (and the ids of what it covered), which
- * call each result answers, which `user/message` was appended to the conversation, which node is
+ * call each result answers, which `user/message` was appended to the conversation (block mode's
+ * own notes excepted), which node is
  * protected, and whether a `compaction/start` has no end yet (as DSH's compaction reads its
  * bracket: one at a time, closed by the next `compaction/end`, and stale once a later
  * `session/end-seed` shows the session was restored or forked after a crash inside it). What those facts mean (attribution,
@@ -26,7 +27,9 @@
  * (a host's own system-message event); `options.isProtected(event)` replaces that rule.
  */
 import { blockIdsOrNone } from './args.js'
+import { noticedRequests } from './log.js'
 import { blockSummaryIds, isSystemMessage } from '../shared/mirror.js'
+import { compactionLock } from '../shared/compaction-lock.js'
 import { eventLog } from '../shared/session.js'
 
 const FORMAT = 2
@@ -85,8 +88,8 @@ class BlockDescriptors {
   /** the sets in wire form: length, then members */
   setWords = new Uint32Array(64)
   setWordsUsed = 0
-  /** a `compaction/start` has no `compaction/end` (nor a later `session/end-seed`) yet */
-  compactionOpen = false
+  /** @type {number | undefined} the live `compaction/start` (plugin/shared/compaction-lock.js) */
+  compaction = undefined
 
   /** @param {string} blockToolName @param {(event: any) => boolean} isProtected */
   constructor(blockToolName, isProtected) {
@@ -208,7 +211,9 @@ class BlockDescriptors {
             meta |= REPLACEMENT
             set = this.covered(event.sourceEventSeqs, seq)
           }
-        } else if (op !== undefined) {
+        } else if (op !== undefined && noticedRequests(event.data?.source) === undefined) {
+          // Block mode's own note to the model (a summary it did not apply) is nobody's new
+          // requirement: it makes no summary stale.
           meta |= USER_AUTHORED
         }
         break
@@ -237,14 +242,8 @@ class BlockDescriptors {
         }
         break
       }
-      case 'compaction/start':
-        this.compactionOpen = true
-        break
-      case 'compaction/end':
-      case 'session/end-seed':
-        this.compactionOpen = false
-        break
     }
+    this.compaction = compactionLock(this.compaction, event)
     if (op !== undefined && this.isProtected(event)) meta |= PROTECTED
     this.meta[seq] = meta
     this.link[seq] = link
@@ -298,7 +297,7 @@ export function blockSnapshot(session, { blockToolName = 'block_run_code', isPro
   const words = new Uint32Array(5 + n * 4 + 1 + d.setWordsUsed + d.idWordsUsed)
   words[0] = FORMAT
   words[1] = d.size
-  words[2] = d.compactionOpen ? OPEN_COMPACTION : 0
+  words[2] = d.compaction !== undefined ? OPEN_COMPACTION : 0
   words[3] = d.ids.length
   words[4] = n
   let w = 5

@@ -9,13 +9,15 @@
  * - `summarize` asks the summarizer; when the host has DSH's token meter (`metered`) it adds the
  *   prices the shrink check and `tokensFreed` compare: the region's from the mirror, the
  *   report's from the meter (through the mirror).
- * - `commit` is the one synchronous step of a fold: re-check the region on the mirror (only if the
- *   log grew since the selection), then append the replacement — after DSH's shadow price when a
+ * - `commit` is the one synchronous step of a fold: answer `changed` while another producer holds
+ *   DSH's compaction lock, re-check the region on the mirror (only if the log grew since the
+ *   selection), then append the replacement — after DSH's shadow price when a
  *   meter is mounted. Nothing can interleave with it.
  */
 import { createUserMessage } from '@deepseek-ai/dsh-llm'
 
 import { addon } from '../shared/addon.js'
+import { liveCompaction } from '../shared/compaction-lock.js'
 import { mirrorOf, priceMessage } from '../shared/mirror.js'
 import { REWIND_REPORT_SOURCE } from '../shared/session.js'
 
@@ -65,6 +67,9 @@ export function sessionHost(session, summarize, options = {}) {
     },
     summarize: metered ? priced : summarize,
     commit: (plan) => {
+      // Another producer's compaction opened during the fold holds DSH's compaction lock: the
+      // surface inside its bracket is its to replace (the fold is CHANGED; a retry waits).
+      if (liveCompaction(session) !== undefined) return 'changed'
       // The log is append-only: if nothing was appended since the selection, the surface is the
       // same and so is the region. Else select again, on the mirror brought in step, and compare.
       if (session.seq !== seen && !addon.planMatches(plan, mirrorOf(session).native, current)) return 'changed'

@@ -11,8 +11,11 @@
  * appends ONE replacement `user/message` (`surfaceOp: replace`, source `{kind:'plugin',
  * plugin:'rewind', markId}`) in one synchronous step, and the fold's result is out. The mark is
  * stamped folded right after, off the critical path; a stamp that fails is logged as a warning
- * and the next rewind finishes it. Any failure before the commit writes nothing. No plugin
- * events enter the session log.
+ * and the next rewind finishes it. Any failure before the commit writes nothing.
+ * While another producer holds DSH's compaction lock (a live `compaction/start`,
+ * plugin/shared/compaction-lock.js) the rewind waits for its end, at most `reportTimeoutMs`
+ * (then `COMPACTION_BUSY`); a bracket opened during the fold makes its commit `CHANGED`.
+ * No plugin events enter the session log.
  *
  * The turn guard: while the latest mark is active, `agent/turn-stopping` injects a standing
  * warning once per agent per turn, and returns the promise doing it, so the loop sees the
@@ -24,6 +27,7 @@ import { defineTool } from '@deepseek-ai/dsh-tools'
 import Schema from '@deepseek-ai/schemastery'
 
 import { addon } from '../shared/addon.js'
+import { compactionReleased } from '../shared/compaction-lock.js'
 import { toToolError } from '../shared/errors.js'
 import { extractiveSummarizer, fallbackSummarizer } from './extractive.js'
 import { llmSummarizer } from './summarize.js'
@@ -77,6 +81,24 @@ export function renderResult(r) {
   const nodes = `${r.foldedNodes} surface node${r.foldedNodes === 1 ? '' : 's'}`
   const which = r.report === 'extractive' ? 'an extractive report' : 'an auto-generated report'
   return `Folded ${nodes} (seq ${r.start}..${r.end}, ${r.foldedChars} chars) into ${which} (${r.reportChars} chars).`
+}
+
+/**
+ * The tool that ran the program this call was made from (its root call's tool, read from the
+ * open assistant message at the log's tail), or `undefined` for a direct call.
+ * @param {any} exec the tool's execution context
+ * @returns {string | undefined}
+ */
+function programToolOf(exec) {
+  if (exec.parent === undefined || typeof exec.rootCallId !== 'string') return undefined
+  const log = eventLog(exec.agent.session)
+  for (let seq = log.length - 1; seq >= 0; seq--) {
+    const event = log[seq]
+    if (event.type !== 'assistant/message') continue
+    const call = event.data?.message?.content?.find((/** @type {any} */ b) => b?.type === 'tool-call' && b.id === exec.rootCallId)
+    if (call) return call.name
+  }
+  return undefined
 }
 
 /** The `tool-rewind` plugin: provides `ctx.rewind`, the tool, its prompt section and the turn guard. */
@@ -134,7 +156,9 @@ export default class RewindService extends Service {
    * Folds the exploration since the agent's session's latest checkpoint mark.
    * @param {any} agent the agent that owns the session (its options route the report as a last resort)
    * @param {AbortSignal} [signal]
-   * @param {{callId?: string}} [options] the rewind tool call's id, when called from it
+   * @param {{callId?: string, program?: string}} [options] the rewind tool call's id, when called
+   *   from it; `program`: the tool whose program called it (block mode's `block_run_code`, Code
+   *   Mode's `run_code`), so the report's recall hint spells the call as a program writes it
    * @returns {Promise<RewindResult>}
    */
   async rewind(agent, signal, options = {}) {
@@ -156,7 +180,11 @@ export default class RewindService extends Service {
     const store = checkpoint.store
     const marks = typeof store === 'string' || typeof store?.path === 'string' ? store : checkpoint
     try {
-      const hint = (/** @type {number} */ markId) => recallHint(this.ctx, { fold: markId }, config.reportLanguage)
+      // DSH's compaction lock: while another producer's compaction of this session is live, its
+      // replacement is being written over the surface; a fold now would replace messages inside
+      // that bracket. Wait for its end, within the report's time bound (or the abort).
+      await compactionReleased(this.ctx, session, { timeoutMs: config.reportTimeoutMs, signal, what: 'the rewind' })
+      const hint = (/** @type {number} */ markId) => recallHint(this.ctx, { fold: markId }, config.reportLanguage, { program: options.program })
       const metered = this.meter !== undefined
       const result = await addon.rewind(marks, session.id, sessionHost(session, summarize, { ...options, hint, metered }), {
         maxSummarizationRetries: config.maxSummarizationRetries,
@@ -256,7 +284,7 @@ export default class RewindService extends Service {
       execute: async (/** @type {any} */ _args, /** @type {any} */ exec) => {
         if (!exec.agent?.session) throw new Error('rewind needs an owning agent session')
         try {
-          return await this.rewind(exec.agent, exec.signal, { callId: exec.callId })
+          return await this.rewind(exec.agent, exec.signal, { callId: exec.callId, program: programToolOf(exec) })
         } catch (e) {
           throw toToolError(e)
         }

@@ -22,6 +22,7 @@ import { defineTool } from '@deepseek-ai/dsh-tools'
 import Schema from '@deepseek-ai/schemastery'
 
 import { addon } from '../shared/addon.js'
+import { brief, listed } from '../shared/errors.js'
 import { mountMirror } from '../shared/mirror.js'
 import { hintLine } from './hint.js'
 import { logIndex, originalSeqs, regionTexts } from './log.js'
@@ -70,13 +71,19 @@ export class RecallError extends Error {
  * @property {boolean} truncated whether `maxChars` cut the answer short
  */
 
-/** Checks and normalizes the tool's arguments. @param {unknown} raw */
+const KNOWN_ARGS = new Set(['fold', 'block', 'query', 'around'])
+
+/**
+ * Checks and normalizes the tool's arguments. Linear in their size, and every message quotes
+ * at most a short prefix of a value and 12 names (the model can send anything here).
+ * @param {unknown} raw
+ */
 export function parseArgs(raw) {
   if (raw === undefined || raw === null) raw = {}
   if (typeof raw !== 'object' || Array.isArray(raw)) throw new RecallError('INVALID_ARGUMENT', 'the arguments must be an object {fold?, block?, query?, around?}.')
   const args = /** @type {Record<string, unknown>} */ (raw)
-  const unknown = Object.keys(args).filter((k) => !['fold', 'block', 'query', 'around'].includes(k) && args[k] !== undefined)
-  if (unknown.length) throw new RecallError('INVALID_ARGUMENT', `unknown argument${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}; use fold, block, query, around.`)
+  const unknown = Object.keys(args).filter((k) => !KNOWN_ARGS.has(k) && args[k] !== undefined)
+  if (unknown.length) throw new RecallError('INVALID_ARGUMENT', `unknown argument${unknown.length > 1 ? 's' : ''} ${listed(unknown, brief)}; use fold, block, query, around.`)
   /** @type {{fold?: number | 'latest', block?: string, query?: string, around: number}} */
   const out = { around: 0 }
   const fold = args.fold ?? undefined
@@ -84,23 +91,24 @@ export function parseArgs(raw) {
     if (fold === 'latest') out.fold = 'latest'
     else if (typeof fold === 'number' && Number.isSafeInteger(fold) && fold >= 1) out.fold = fold
     else if (typeof fold === 'string' && /^[1-9]\d{0,15}$/.test(fold)) out.fold = Number(fold)
-    else throw new RecallError('INVALID_ARGUMENT', `fold must be a mark id (a positive integer) or "latest", got ${JSON.stringify(fold)}.`)
+    else throw new RecallError('INVALID_ARGUMENT', `fold must be a mark id (a positive integer) or "latest", got ${brief(fold)}.`)
   }
   const block = args.block ?? undefined
   if (block !== undefined) {
-    if (typeof block !== 'string' || !block.trim()) throw new RecallError('INVALID_ARGUMENT', `block must be a non-empty block id, got ${JSON.stringify(block)}.`)
+    if (typeof block !== 'string' || !block.trim()) throw new RecallError('INVALID_ARGUMENT', `block must be a non-empty block id, got ${brief(block)}.`)
+    if (block.length > addon.MAX_BLOCK_ID_LENGTH) throw new RecallError('INVALID_ARGUMENT', `block ${brief(block)} is ${block.length} characters long; a block id has at most ${addon.MAX_BLOCK_ID_LENGTH}.`)
     out.block = block
   }
   if (out.fold !== undefined && out.block !== undefined) throw new RecallError('INVALID_ARGUMENT', 'give fold or block, not both.')
   const query = args.query ?? undefined
   if (query !== undefined) {
-    if (typeof query !== 'string' || query === '') throw new RecallError('INVALID_ARGUMENT', `query must be a non-empty string (a substring or /regex/), got ${JSON.stringify(query)}.`)
+    if (typeof query !== 'string' || query === '') throw new RecallError('INVALID_ARGUMENT', `query must be a non-empty string (a substring or /regex/), got ${brief(query)}.`)
     out.query = query
   }
   const around = args.around ?? undefined
   if (around !== undefined) {
     if (typeof around !== 'number' || !Number.isInteger(around) || around < 0 || around > MAX_AROUND) {
-      throw new RecallError('INVALID_ARGUMENT', `around must be an integer from 0 to ${MAX_AROUND}, got ${JSON.stringify(around)}.`)
+      throw new RecallError('INVALID_ARGUMENT', `around must be an integer from 0 to ${MAX_AROUND}, got ${brief(around)}.`)
     }
     out.around = around
   }
@@ -142,7 +150,7 @@ async function select(session, args, options) {
   const foldIds = [...new Set(folds.map((r) => r.markId))]
   if (args.fold === 'latest') {
     const latest = folds.at(-1)
-    if (!latest) throw new RecallError('NOTHING_FOLDED', `this session has no rewind fold yet (only block summaries: ${blockIds(all).join(', ')}); call ${tool} with {"block": id}.`)
+    if (!latest) throw new RecallError('NOTHING_FOLDED', `this session has no rewind fold yet (only block summaries: ${listed(blockIds(all), shortId)}); call ${tool} with {"block": id}.`)
     return [latest]
   }
   if (typeof args.fold === 'number') {
@@ -151,20 +159,23 @@ async function select(session, args, options) {
     if (found) return [found]
     const owner = await options.markOwner?.(id).catch(() => null)
     if (owner && owner.sessionId !== session.id) {
-      throw new RecallError('FOREIGN_MARK', `checkpoint mark ${id} belongs to another session; ${tool} reads only this session's folds (${foldIds.length ? `folds here: ${foldIds.join(', ')}` : 'none folded here yet'}).`)
+      throw new RecallError('FOREIGN_MARK', `checkpoint mark ${id} belongs to another session; ${tool} reads only this session's folds (${foldIds.length ? `folds here: ${listed(foldIds)}` : 'none folded here yet'}).`)
     }
     const why = owner && !owner.folded ? `checkpoint mark ${id} of this session has not been folded yet (call rewind first)` : `this session has no fold of checkpoint mark ${id}`
-    throw new RecallError('UNKNOWN_FOLD', `${why}; ${foldIds.length ? `folds here: ${foldIds.join(', ')}` : 'no rewind fold here yet'}.`)
+    throw new RecallError('UNKNOWN_FOLD', `${why}; ${foldIds.length ? `folds here: ${listed(foldIds)}` : 'no rewind fold here yet'}.`)
   }
   if (args.block !== undefined) {
     const id = args.block
     const found = all.filter((r) => r.kind === 'block' && (r.closed?.includes(id) || r.remaining?.includes(id))).at(-1)
     if (found) return [found]
     const known = blockIds(all)
-    throw new RecallError('UNKNOWN_BLOCK', `no block summary of this session covers block ${JSON.stringify(id)}; ${known.length ? `summarized blocks: ${known.join(', ')}` : 'no block has been summarized yet'}.`)
+    throw new RecallError('UNKNOWN_BLOCK', `no block summary of this session covers block ${brief(id)}; ${known.length ? `summarized blocks: ${listed(known, shortId)}` : 'no block has been summarized yet'}.`)
   }
   return all
 }
+
+/** A block id in a list: cut to 40 characters. @param {string} id */
+const shortId = (id) => (id.length > 40 ? `${id.slice(0, 40)}…` : id)
 
 /** Every block id a commit of the session closed or carries. @param {import('./log.js').FoldedRegion[]} regions */
 function blockIds(regions) {
@@ -328,9 +339,10 @@ export default class RecallService extends Service {
   /**
    * The hint line producers append to a replacement's text (see plugin/recall/hint.js).
    * @param {{fold: number} | {block: string}} target @param {'en' | 'zh'} [language]
+   * @param {import('./hint.js').HintForm} [form] `{program}` where recall is reachable only from a program
    */
-  hint(target, language) {
-    return hintLine(this.toolName, target, language)
+  hint(target, language, form) {
+    return hintLine(this.toolName, target, language, form)
   }
 
   /**
@@ -345,15 +357,15 @@ export default class RecallService extends Service {
 
   /**
    * Which session a mark id belongs to, from the checkpoint store when `ctx.checkpoint` is
-   * mounted (only the owner and the folded flag are read; nothing of another session is).
+   * mounted: one mark's lookup (`findMark`), and only its owner and folded flag are read;
+   * nothing of another session is.
    * Not `#private`: cordis calls service methods with `this` bound to its tracing proxy.
    * @param {number} markId
    */
   async markOwner(markId) {
     const checkpoint = this.ctx.get('checkpoint')
     if (!checkpoint?.store) return null
-    const marks = await addon.listMarks(checkpoint.store, null)
-    const mark = marks.find((m) => m.id === markId)
+    const mark = await addon.findMark(checkpoint.store, markId)
     return mark ? { sessionId: mark.sessionId, folded: mark.foldedAt !== null } : null
   }
 

@@ -15,6 +15,37 @@ const NEXT_STEP = {
   SHRINK: 'The exploration is already short; continue without folding it.',
   SUMMARIZE_FAILED: 'The report could not be written; call `rewind` again, or continue and fold later.',
   ABORTED: 'The fold was cancelled; nothing changed.',
+  COMPACTION_BUSY: 'Another compaction of this session is still running; call `rewind` again once it has finished.',
+  INTERNAL: 'This is a defect of dsh-fold, not of your call; nothing changed. Continue without folding.',
+}
+
+/** How many items a message lists before it says "and N more". */
+const LISTED = 12
+
+/**
+ * A value the model sent, for an error message: JSON, cut to its first 40 characters, so a
+ * message never grows with what it names.
+ * @param {unknown} value
+ */
+export function brief(value) {
+  let text
+  try {
+    text = typeof value === 'string' ? JSON.stringify(value.slice(0, 41)) : JSON.stringify(value)
+  } catch {
+    // A BigInt or a cycle: its type says enough.
+    text = undefined
+  }
+  text ??= typeof value
+  return text.length > 42 ? `${text.slice(0, 40)}…` : text
+}
+
+/**
+ * `items` joined with ", ", at most 12 of them, then "and N more".
+ * @param {readonly unknown[]} items @param {(item: any) => string} [show]
+ */
+export function listed(items, show = String) {
+  const shown = items.slice(0, LISTED).map(show).join(', ')
+  return items.length > LISTED ? `${shown} and ${items.length - LISTED} more` : shown
 }
 
 /** Whether `e` is a dsh-fold error (an `Error` with one of the addon's codes). */

@@ -35,7 +35,7 @@ const KIND = /** @type {Record<string, number>} */ ({ 'user/message': 1, 'assist
 const OP_APPEND = 1 << 2
 const OP_REPLACE = 2 << 2
 const PROTECTED = 1 << 4
-const SOURCE = { appended: 0, user: 1 << 8, injected: 2 << 8, rewind: 3 << 8, block: 4 << 8, compaction: 5 << 8, rewrite: 6 << 8 }
+const SOURCE = { appended: 0, user: 1 << 8, injected: 2 << 8, rewind: 3 << 8, block: 4 << 8, compaction: 5 << 8, rewrite: 6 << 8, note: 7 << 8 }
 const LOG_CLASS = /** @type {Record<string, number>} */ ({ 'compaction/start': 1 << 12, 'compaction/end': 2 << 12, 'session/end-seed': 3 << 12 })
 const SYSTEM_ROLES = new Set(['system', 'developer'])
 
@@ -116,6 +116,15 @@ export function blockSummaryIds(source) {
   if (typeof block !== 'object' || block === null) return undefined
   const ids = (/** @type {unknown} */ list) => (Array.isArray(list) ? list.filter((id) => typeof id === 'string' && id !== '') : [])
   return { remaining: ids(block.remaining), closed: ids(block.closed) }
+}
+
+/**
+ * Whether `source` is block mode's note to the model naming summaries it did not apply
+ * (`blockNotice: {requestSeqs}`): injected, but nobody's new requirement.
+ * @param {any} source
+ */
+export function isBlockNotice(source) {
+  return Array.isArray(source?.blockNotice?.requestSeqs)
 }
 
 /**
@@ -200,7 +209,7 @@ function describe(m, log, event, at, origin = NONE) {
   if (kind === 0 || SYSTEM_ROLES.has(carried?.role) || SYSTEM_ROLES.has(carried?.source?.kind)) meta |= PROTECTED
   if (kind === 1) {
     const source = carried?.source
-    if (!replace) meta |= source?.kind === 'user' ? SOURCE.user : SOURCE.injected
+    if (!replace) meta |= source?.kind === 'user' ? SOURCE.user : isBlockNotice(source) ? SOURCE.note : SOURCE.injected
     else {
       const block = blockSummaryIds(source)
       if (block) {

@@ -25,9 +25,12 @@
 //!    is summarized with it (its ids inherited by rule 8).
 //! 5. **Protected.** A protected node in the range → `PROTECTED`: rejected whole, nothing
 //!    replaced (never just the part before it).
-//! 6. **Stale.** In the range, a user-authored `user/message` with `seq >= request_seq`, or
-//!    another producer's replacement with `seq >= request_seq` in the range or covering a
-//!    target's nodes → `STALE`: the model must read the context and summarize again.
+//! 6. **Stale.** In the range, a user-authored `user/message` with `seq >= request_seq`, a block
+//!    summary with `seq >= request_seq` (the model wrote it after this one: landing this one
+//!    would replace it, and what it says, unread — issue 22 item 5), or another producer's
+//!    replacement (a rewind report, a compaction) with `seq >= request_seq` in the range or
+//!    covering a target's nodes → `STALE`: nothing is replaced and every id keeps its owners;
+//!    the model must read the context and summarize again.
 //! 7. **Pending.** A call in the range without its result on the surface yet (always so when
 //!    the program asking is itself in a target block), a `compaction/start` without its end, or a
 //!    rewind holding the session's lock → `Pending`: the host plans again at its next session
@@ -103,33 +106,87 @@ pub enum Plan {
     Pending(Pending),
 }
 
+/// Most block ids one summary may close (a documented limit: DESIGN § Block mode).
+pub const MAX_TARGETS: usize = 256;
+/// Longest block id, in UTF-16 code units (a JS string's length).
+pub const MAX_ID_UNITS: usize = 256;
+
 /// How many ids or seqs a message lists before it says "and N more".
 const LIST_MAX: usize = 12;
 
+/// Shown in full up to this many UTF-16 units; a longer id is shown as its start and "…".
+const SHOWN_ID_UNITS: usize = 32;
+
+/// At most [`LIST_MAX`] items, then "and N more": a message's length never grows with the list.
 fn list<T: std::fmt::Display>(items: impl IntoIterator<Item = T>) -> String {
-    let items: Vec<String> = items.into_iter().map(|t| t.to_string()).collect();
-    let shown = items.iter().take(LIST_MAX).cloned().collect::<Vec<_>>().join(", ");
-    match items.len().saturating_sub(LIST_MAX) {
+    let mut shown = Vec::with_capacity(LIST_MAX);
+    let mut more = 0usize;
+    for item in items {
+        if shown.len() < LIST_MAX {
+            shown.push(item.to_string());
+        } else {
+            more += 1;
+        }
+    }
+    let shown = shown.join(", ");
+    match more {
         0 => shown,
         more => format!("{shown} and {more} more"),
     }
 }
 
-fn quoted<'a>(ids: impl IntoIterator<Item = &'a BlockId>) -> String {
-    list(ids.into_iter().map(|id| format!("{id:?}")))
+/// An id for a message: quoted, and cut to its first [`SHOWN_ID_UNITS`] units when longer.
+fn shown_id(id: &BlockId) -> String {
+    let units = id.units();
+    if units.len() <= SHOWN_ID_UNITS {
+        return format!("{id:?}");
+    }
+    let start = String::from_utf16_lossy(&units[..SHOWN_ID_UNITS]);
+    format!("{:?}… ({} chars)", start, units.len())
 }
 
-/// Targets must be a non-empty list of non-empty, distinct ids.
+fn quoted<'a>(ids: impl IntoIterator<Item = &'a BlockId>) -> String {
+    list(ids.into_iter().map(shown_id))
+}
+
+/// A list of `count` targets is over the cap: for a caller that can refuse it before reading
+/// its items (the binding, on a JS array).
+///
+/// # Errors
+/// `INVALID_ARGUMENT` when `count` is above [`MAX_TARGETS`].
+pub fn check_target_count(count: usize) -> Result<()> {
+    if count > MAX_TARGETS {
+        return Err(FoldError::invalid(format!(
+            "targets names {count} block ids; one summary closes at most {MAX_TARGETS}. Summarize fewer blocks at a time"
+        )));
+    }
+    Ok(())
+}
+
+/// Targets must be a non-empty list of at most [`MAX_TARGETS`] distinct ids, each non-empty and
+/// at most [`MAX_ID_UNITS`] long. Linear: the count is checked before any id is looked at, and
+/// repeats are found with a hash map.
 fn check_targets(targets: &[BlockId]) -> Result<()> {
     if targets.is_empty() {
         return Err(FoldError::invalid("targets must name at least one block id"));
     }
+    check_target_count(targets.len())?;
+    let mut first = std::collections::HashMap::with_capacity(targets.len());
     for (i, t) in targets.iter().enumerate() {
         if t.is_empty() {
             return Err(FoldError::invalid(format!("targets[{i}] is an empty string")));
         }
-        if let Some(j) = targets[..i].iter().position(|u| u == t) {
-            return Err(FoldError::invalid(format!("targets[{i}] repeats targets[{j}] ({t:?})")));
+        if t.units().len() > MAX_ID_UNITS {
+            return Err(FoldError::invalid(format!(
+                "targets[{i}] ({}) is longer than {MAX_ID_UNITS} characters, the longest block id",
+                shown_id(t)
+            )));
+        }
+        if let Some(j) = first.insert(t.units(), i) {
+            return Err(FoldError::invalid(format!(
+                "targets[{i}] repeats targets[{j}] ({})",
+                shown_id(t)
+            )));
         }
     }
     Ok(())
@@ -163,12 +220,11 @@ pub fn plan(surface: &BlockSurface, targets: &[BlockId], request_seq: u64, rewin
     let late = |seq: u32| u64::from(seq) >= request_seq;
 
     // Which id index is which target.
-    let mut target_of = vec![None; surface.id_count()];
-    for (t, target) in targets.iter().enumerate() {
-        if let Some(k) = (0..surface.id_count() as u32).find(|&k| surface.id(k) == target.units()) {
-            target_of[k as usize] = Some(t);
-        }
-    }
+    let index: std::collections::HashMap<&[u16], usize> =
+        targets.iter().enumerate().map(|(t, id)| (id.units(), t)).collect();
+    let target_of: Vec<Option<usize>> = (0..surface.id_count() as u32)
+        .map(|k| index.get(surface.id(k)).copied())
+        .collect();
     let hits_target = |k: u32| surface.set(k).iter().any(|m| target_of[*m as usize].is_some());
 
     // 1–3. attribution, known ids, the range's ends. Each distinct set is read once.
@@ -275,6 +331,18 @@ pub fn plan(surface: &BlockSurface, targets: &[BlockId], request_seq: u64, rewin
             quoted(targets),
         )));
     }
+    if let Some(i) = range
+        .clone()
+        .find(|&i| nodes[i].provenance == Provenance::BlockSummary && late(nodes[i].seq))
+    {
+        return Err(FoldError::Stale(format!(
+            "another block summary (seq {}) landed inside the range of block(s) {} after this summary was \
+             written (requested at log length {request_seq}); applying it would replace that summary unread, so \
+             nothing was changed. Read the context as it is now and summarize again if the blocks are still open",
+            nodes[i].seq,
+            quoted(targets),
+        )));
+    }
     let late_inside = range
         .clone()
         .find(|&i| nodes[i].provenance == Provenance::Replacement && late(nodes[i].seq));
@@ -283,10 +351,12 @@ pub fn plan(surface: &BlockSurface, targets: &[BlockId], request_seq: u64, rewin
     }
 
     // 7. pending.
-    let open_calls: u32 = range
+    // Summed as u64: a snapshot may claim up to 2^32 - 1 calls per message (fuzzing found a u32
+    // sum wrapping to 0, which would have committed over calls without their results).
+    let open_calls: u64 = range
         .clone()
         .filter(|&i| nodes[i].kind == Kind::Assistant)
-        .map(|i| nodes[i].opens - surface.pairing.answered[i])
+        .map(|i| u64::from(nodes[i].opens.saturating_sub(surface.pairing.answered[i])))
         .sum();
     if open_calls > 0 {
         return Ok(Plan::Pending(Pending {
@@ -333,8 +403,9 @@ pub fn plan(surface: &BlockSurface, targets: &[BlockId], request_seq: u64, rewin
 
 fn stale_replacement(targets: &[BlockId], seq: u32) -> FoldError {
     FoldError::Stale(format!(
-        "another compaction (seq {seq}) replaced part of block(s) {} after this summary was requested; \
-         nothing was changed. Read the context as it is now and summarize again if the blocks are still there",
+        "a rewind report or a compaction (seq {seq}) replaced part of block(s) {} after this summary was \
+         requested; nothing was changed. Read the context as it is now and summarize again if the blocks are \
+         still there",
         quoted(targets),
     ))
 }
@@ -344,6 +415,9 @@ fn unknown_block(surface: &BlockSurface, unknown: &[&BlockId]) -> FoldError {
     // some earlier replacement covered (those blocks are gone, not misspelled).
     let mut open = vec![false; surface.id_count()];
     let mut order = Vec::new();
+    let unknown_index: std::collections::HashMap<&[u16], usize> =
+        unknown.iter().enumerate().map(|(u, id)| (id.units(), u)).collect();
+    let mut is_covered = vec![false; unknown.len()];
     let mut covered = Vec::new();
     for i in 0..surface.nodes.len() {
         if let Some(k) = attributed(surface, i) {
@@ -356,9 +430,12 @@ fn unknown_block(surface: &BlockSurface, unknown: &[&BlockId]) -> FoldError {
         }
         let node = &surface.nodes[i];
         if let (Provenance::Replacement, Some(k)) = (node.provenance, node.set) {
-            for &id in unknown {
-                if !covered.contains(&id) && surface.set(k).iter().any(|m| surface.id(*m) == id.units()) {
-                    covered.push(id);
+            for &m in surface.set(k) {
+                if let Some(&u) = unknown_index.get(surface.id(m)) {
+                    if !is_covered[u] {
+                        is_covered[u] = true;
+                        covered.push(unknown[u]);
+                    }
                 }
             }
         }

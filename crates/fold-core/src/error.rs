@@ -61,6 +61,14 @@ pub enum FoldError {
     /// another producer's replacement over part of it); the model must read it and summarize again.
     #[error("{0}")]
     Stale(String),
+    /// Another producer holds the session's compaction lock (a live `compaction/start` with no
+    /// `compaction/end`) and did not release it within the fold's time bound.
+    #[error("{0}")]
+    CompactionBusy(String),
+    /// A defect of dsh-fold itself (a panic caught at the Node-API boundary): the operation
+    /// failed, nothing it would have written was written, and the host keeps running.
+    #[error("{0}")]
+    Internal(String),
 }
 
 impl FoldError {
@@ -84,11 +92,13 @@ impl FoldError {
             Self::UnknownBlock(_) => "UNKNOWN_BLOCK",
             Self::Protected(_) => "PROTECTED",
             Self::Stale(_) => "STALE",
+            Self::CompactionBusy(_) => "COMPACTION_BUSY",
+            Self::Internal(_) => "INTERNAL",
         }
     }
 
     /// Every code this crate can produce.
-    pub const CODES: [&'static str; 17] = [
+    pub const CODES: [&'static str; 19] = [
         "NO_CHECKPOINT",
         "EMPTY_REGION",
         "UNBALANCED",
@@ -106,6 +116,8 @@ impl FoldError {
         "UNKNOWN_BLOCK",
         "PROTECTED",
         "STALE",
+        "COMPACTION_BUSY",
+        "INTERNAL",
     ];
 
     pub(crate) fn io(path: &Path, what: &str, err: &std::io::Error) -> Self {

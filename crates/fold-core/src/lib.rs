@@ -12,12 +12,15 @@
 //! - [`blocks`]: what a block summary replaces — block mode's rules, in one file.
 //! - [`mirror`]: the session mirror, one incremental description of a session's surface that
 //!   every planner reads.
+//! - `fuzz`: the fuzz targets (`npm run fuzz`), replayed from their corpus by `cargo test`.
 
 #![forbid(unsafe_code)]
 
 pub mod blocks;
 pub mod error;
 pub mod fold;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod locks;
 pub mod meter;
 pub mod mirror;

@@ -35,7 +35,8 @@
 //!             bits 2-3   surface op: 0 none (a log-only event), 1 append, 2 replace
 //!             bit 4      PROTECTED: no summary may replace it (a system or developer message)
 //!             bits 8-11  source: 0 appended, 1 the user's, 2 injected, 3 rewind report,
-//!                        4 block summary, 5 compaction summary, 6 another rewrite (see [`Source`])
+//!                        4 block summary, 5 compaction summary, 6 another rewrite,
+//!                        7 a plugin's note that asks nothing (see [`Source`])
 //!             bits 12-15 log class: 0 other, 1 compaction/start, 2 compaction/end,
 //!                        3 session/end-seed
 //!      A log-only event's record ends here (2 words); a surface event's goes on:
@@ -117,6 +118,10 @@ pub enum Source {
     CompactionSummary,
     /// Any other replacement (a tool result rewritten by a pruner, another producer's).
     Rewrite,
+    /// An appended `user/message` from a plugin that asks nothing of the model and adds no
+    /// requirement (block mode's note naming summaries it did not apply): injected, but not
+    /// user-authored, so it makes no queued summary stale.
+    Note,
 }
 
 impl Source {
@@ -131,6 +136,7 @@ impl Source {
             4 => Self::BlockSummary,
             5 => Self::CompactionSummary,
             6 => Self::Rewrite,
+            7 => Self::Note,
             other => return Err(format!("unknown source {other}")),
         })
     }
@@ -144,6 +150,7 @@ impl Source {
             Self::BlockSummary => 4,
             Self::CompactionSummary => 5,
             Self::Rewrite => 6,
+            Self::Note => 7,
         }
     }
 

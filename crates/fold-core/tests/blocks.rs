@@ -158,7 +158,7 @@ impl Session {
         BlockSurface::decode(&self.words()).expect("a valid snapshot")
     }
 
-    fn plan_at(&self, targets: &[&str], request_seq: u64) -> Result<Plan, fold_core::FoldError> {
+    fn plan_at<S: AsRef<str>>(&self, targets: &[S], request_seq: u64) -> Result<Plan, fold_core::FoldError> {
         blocks::plan(&self.surface(), &ids(targets), request_seq, false)
     }
 
@@ -174,7 +174,7 @@ impl Session {
         }
     }
 
-    fn rejected(&self, targets: &[&str], request_seq: u64) -> (&'static str, String) {
+    fn rejected<S: AsRef<str>>(&self, targets: &[S], request_seq: u64) -> (&'static str, String) {
         let err = self
             .plan_at(targets, request_seq)
             .expect_err("the plan should be rejected");
@@ -542,16 +542,64 @@ fn a_late_user_message_outside_the_range_changes_nothing() {
 }
 
 #[test]
-fn late_nodes_that_are_not_user_messages_are_not_stale() {
-    // Our own summary of another block, committed after this request, inside this range.
+fn late_steps_of_the_block_itself_are_not_stale() {
+    // The program asking is in the range, and its result always comes after the request.
+    let mut s = Session::default();
+    s.step(&["A"]);
+    let m = s.message(&[&["A"]]);
+    let request = u64::from(s.next);
+    s.result(m);
+    s.step(&["A"]);
+    assert!(matches!(s.plan_at(&["A"], request), Ok(Plan::Commit(_))));
+}
+
+#[test]
+fn a_summary_of_another_block_that_landed_in_the_range_after_the_request_makes_it_stale() {
+    // Issue 22 item 5: blocks B, A, B; a program tagged A queues a summary of A (its own block is
+    // open), then closes B at once — B's summary carries A. Landing A's summary now would replace
+    // B's summary, which it was written without.
+    let mut s = Session::default();
+    s.user();
+    s.step(&["B"]);
+    s.step(&["A"]);
+    s.step(&["B"]);
+    let m = s.message(&[&["A"]]);
+    let request_a = u64::from(s.next);
+    assert!(matches!(s.plan_at(&["A"], request_a), Ok(Plan::Pending(_))));
+    s.log_only(2); // block_summary's dispatch events
+    let b = s.commit(&["B"]);
+    assert_eq!(names(&b.remaining), ["A"]);
+    let summary_b = s.apply(&b);
+    assert_eq!(s.shape(), "u S[A] A");
+    s.result(m);
+    let (code, msg) = s.rejected(&["A"], request_a);
+    assert_eq!(code, "STALE");
+    assert!(
+        msg.contains(&format!("another block summary (seq {summary_b})")) && msg.contains("nothing was changed"),
+        "{msg}"
+    );
+    // Written after B's summary landed (the model read it): the summary of A replaces it.
+    let c = s.commit(&["A"]);
+    assert_eq!(c.seqs.first(), Some(&summary_b));
+    // A block summary that landed after the request but outside the range changes nothing.
+    let mut t = Session::default();
+    t.step(&["A"]);
+    t.step(&["B"]);
+    let request = u64::from(t.next);
+    t.apply(&t.commit(&["B"]));
+    assert!(matches!(t.plan_at(&["A"], request), Ok(Plan::Commit(_))));
+}
+
+#[test]
+fn our_own_summary_of_another_block_committed_after_the_request_inside_the_range_makes_it_stale() {
+    // The seed's `A A B A C B`: C's summary lands inside B's range after B's summary was written.
     let mut s = seed_surface();
     let request = u64::from(s.next);
     s.apply(&s.commit(&["C"]));
     assert_eq!(s.shape(), "A A B A S[] B");
-    let c = match s.plan_at(&["B"], request) {
-        Ok(Plan::Commit(c)) => c,
-        other => panic!("{other:?}"),
-    };
+    assert_eq!(s.rejected(&["B"], request).0, "STALE");
+    // Requested after C's summary landed, B's summary carries A and replaces C's.
+    let c = s.commit(&["B"]);
     assert_eq!(names(&c.remaining), ["A"]);
 }
 
@@ -656,6 +704,30 @@ fn a_parallel_call_still_running_in_the_range_makes_it_wait() {
 }
 
 #[test]
+fn open_calls_past_u32_in_all_still_make_it_wait() {
+    // Found by the fuzz campaign (snapshot_v2): two messages claiming 2^31 calls each, none
+    // answered. The count of open calls was a u32 sum: it overflowed (a panic in a debug build,
+    // and in a release build 0 open calls: a commit replacing calls without their results).
+    let mut s = Session::default();
+    for _ in 0..2 {
+        let seq = s.next;
+        s.push(BlockNode {
+            opens: 1 << 31,
+            set: s.clone().intern(&["A"]),
+            ..BlockNode::new(seq, Kind::Assistant)
+        });
+    }
+    s.intern(&["A"]);
+    match s.plan(&["A"]) {
+        Ok(Plan::Pending(p)) => {
+            assert_eq!(p.wait, Wait::Results);
+            assert!(p.reason.contains("waiting for 4294967296 tool call(s)"), "{}", p.reason);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
 fn an_open_compaction_makes_it_wait() {
     let mut s = seed_surface();
     s.open_compaction = true;
@@ -726,6 +798,61 @@ fn bad_targets_and_request_seqs_are_invalid_arguments() {
     assert_eq!(
         (err.code(), err.to_string().contains("sessionId")),
         ("INVALID_ARGUMENT", true)
+    );
+}
+
+#[test]
+fn more_targets_than_the_cap_are_invalid_before_anything_is_compared() {
+    // A program can pass 200,000 ids for the price of one call: the planner refuses them by
+    // count, naming the cap, and its message stays short however many there are.
+    let s = seed_surface();
+    let end = u64::from(s.next);
+    let many: Vec<String> = (0..blocks::MAX_TARGETS + 1).map(|i| format!("id-{i}")).collect();
+    let (code, msg) = s.rejected(&many, end);
+    assert_eq!(code, "INVALID_ARGUMENT", "{msg}");
+    assert!(msg.contains(&blocks::MAX_TARGETS.to_string()), "{msg}");
+    assert!(msg.len() < 400, "{} chars: {}", msg.len(), &msg[..400.min(msg.len())]);
+    // At the cap, the request is planned (unknown ids here), and its message is bounded too.
+    let at_cap: Vec<String> = (0..blocks::MAX_TARGETS).map(|i| format!("id-{i}")).collect();
+    let (code, msg) = s.rejected(&at_cap, end);
+    assert_eq!(code, "UNKNOWN_BLOCK");
+    assert!(msg.contains(&format!("and {} more", blocks::MAX_TARGETS - 12)), "{msg}");
+}
+
+#[test]
+fn every_message_shows_a_long_id_cut_short() {
+    // An id is the model's text: a message names it, but never more than a short prefix of it.
+    let s = seed_surface();
+    let end = u64::from(s.next);
+    let long = "x".repeat(blocks::MAX_ID_UNITS + 1);
+    let (code, msg) = s.rejected(&[long.as_str()], end);
+    assert_eq!(code, "INVALID_ARGUMENT", "{msg}");
+    assert!(
+        msg.contains(&blocks::MAX_ID_UNITS.to_string()) && msg.len() < 400,
+        "{msg}"
+    );
+    let near = "y".repeat(blocks::MAX_ID_UNITS);
+    for targets in [vec![near.as_str(), "A", near.as_str()], vec![near.as_str()]] {
+        let (code, msg) = s.rejected(&targets, end);
+        assert!(["INVALID_ARGUMENT", "UNKNOWN_BLOCK"].contains(&code), "{code}");
+        assert!(msg.len() < 600, "{code}: {} chars: {msg}", msg.len());
+        assert!(msg.contains('…'), "{msg}");
+    }
+}
+
+#[test]
+fn many_distinct_and_repeated_targets_are_checked_in_linear_time() {
+    // Not a timing assertion: a repeat at the very end of a full list is found (the check is a
+    // set, so its position costs nothing), and named by both positions.
+    let s = seed_surface();
+    let end = u64::from(s.next);
+    let mut many: Vec<String> = (0..blocks::MAX_TARGETS - 1).map(|i| format!("id-{i}")).collect();
+    many.push("id-3".to_owned());
+    let (code, msg) = s.rejected(&many, end);
+    assert_eq!(code, "INVALID_ARGUMENT");
+    assert!(
+        msg.contains(&format!("targets[{}] repeats targets[3]", blocks::MAX_TARGETS - 1)),
+        "{msg}"
     );
 }
 

@@ -191,6 +191,29 @@ fn block_ids_are_interned_and_a_compaction_covers_the_ids_of_what_it_replaced() 
 }
 
 #[test]
+fn a_plugin_note_is_injected_but_not_user_authored() {
+    let mut m = Mirror::new();
+    for (seq, source) in [(0, Source::User), (1, Source::Injected), (2, Source::Note)] {
+        push(
+            &mut m,
+            RecordBuilder {
+                source,
+                ..node(seq, Kind::User, 10, 4)
+            },
+            &[],
+        );
+    }
+    assert_eq!(m.node(2).source, Source::Note);
+    let surface = m.block_surface().unwrap();
+    let authored: Vec<bool> = surface.nodes.iter().map(|n| n.user_authored).collect();
+    assert_eq!(
+        authored,
+        [true, true, false],
+        "a note asks nothing: it makes no summary stale"
+    );
+}
+
+#[test]
 fn a_record_out_of_step_breaks_the_mirror_until_it_is_rebuilt() {
     let mut m = session();
     for (bad, why) in [

@@ -41,6 +41,8 @@
 mod commit;
 mod document;
 mod file;
+#[doc(hidden)]
+pub mod fuzzing;
 mod journal;
 mod sys;
 #[cfg(test)]
@@ -603,6 +605,26 @@ impl Store {
         drop(doc);
         drop(disk);
         Ok(marks)
+    }
+
+    /// The mark with id `mark_id`, whichever session it belongs to: one lookup in memory, not a
+    /// listing. Catches memory up with the files first (a cheap check of their generation when
+    /// no other process wrote since), so a mark another process just took is found too.
+    ///
+    /// # Errors
+    /// `STORE_*` when the files cannot be read.
+    pub fn find(&self, mark_id: u64) -> Result<Option<MarkRecord>> {
+        let mut disk = lock(&self.disk);
+        self.read_shared(&mut disk)?;
+        drop(disk);
+        Ok(self.with_doc(|doc| doc.marks.get(&mark_id).cloned()).flatten())
+    }
+
+    /// [`Store::find`] from memory alone, for the JS thread: `None` before the file is loaded or
+    /// when memory has no such mark (then ask [`Store::find`], which reads what other processes
+    /// wrote since).
+    pub fn find_in_memory(&self, mark_id: u64) -> Option<MarkRecord> {
+        self.with_doc(|doc| doc.marks.get(&mark_id).cloned()).flatten()
     }
 
     /// The warnings of operations that succeeded with a problem worth telling (a durable write

@@ -64,8 +64,8 @@ pub(super) fn random_u64() -> u64 {
 }
 
 /// Failures a test asks for, so the paths that handle them run for real. Production never sets
-/// them: they come from `DSH_FOLD_TEST_FAULTS` (comma-separated names) when a store is created,
-/// or from a unit test setting the fields.
+/// them: they come from `DSH_FOLD_TEST_FAULTS` (comma-separated names) when a store is created
+/// in a build with the `test-faults` feature, or from a unit test setting the fields.
 #[derive(Debug, Default)]
 pub(super) struct Faults {
     /// `leader-panic`: the next group-commit leader panics before it writes (once).
@@ -78,7 +78,15 @@ pub(super) struct Faults {
 }
 
 impl Faults {
+    /// The faults named in `DSH_FOLD_TEST_FAULTS`; none when it is unset, and none ever in a
+    /// build without the `test-faults` feature (a release binary ignores the variable).
+    #[cfg(not(feature = "test-faults"))]
+    pub(super) fn from_env() -> Self {
+        Self::default()
+    }
+
     /// The faults named in `DSH_FOLD_TEST_FAULTS`; none when it is unset.
+    #[cfg(feature = "test-faults")]
     pub(super) fn from_env() -> Self {
         let faults = Self::default();
         let Ok(names) = std::env::var("DSH_FOLD_TEST_FAULTS") else {
