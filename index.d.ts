@@ -119,6 +119,12 @@ export declare class SessionMirror {
   get broken(): string | null
   /** Whether the log index (open compaction, replacements) is known. */
   get logKnown(): boolean
+  /**
+   * The seq of the `compaction/start` holding DSH's compaction lock now (no `compaction/end`
+   * nor `session/end-seed` after it), or `null`. Throws while the log index is unknown
+   * (`loadLog` first).
+   */
+  openCompaction(): number | null
   /** Surface nodes. */
   get length(): number
   /** The surface's token price (when every node is priced) and chars. */

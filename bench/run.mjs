@@ -111,6 +111,8 @@ function machine() {
     commit: git(['rev-parse', '--short=12', 'HEAD']) || '?',
     dirty: dirty.length,
     binaryBuilt: binary ? statSync(binary).mtime.toISOString() : '?',
+    /** the x64 Linux (glibc) addon's size in bytes, as built here */
+    binaryBytes: binary ? statSync(binary).size : NaN,
     dsh: version('@deepseek-ai/dsh-session'),
     diskFs: fsOf(BENCH_DIR),
     tmpfs: fsOf('/dev/shm/x'),
@@ -255,6 +257,14 @@ function render(meta, R) {
         m <= B.target.medianUs ? verdict(true) : `${verdict(false)} by ${fmtX(m / B.target.medianUs)}`,
       ])
     }
+    if (B.flood) {
+      rows.push([
+        `7. a flood of ids: block_summary with ${B.flood.ids.toLocaleString('en')} ids (${B.flood.events} events)`,
+        `≤ ${B.floodTarget.medianMs} ms to answer`,
+        `${B.flood.plan.median.toFixed(3)} ms by planBlockSummary, ${B.flood.args.median.toFixed(3)} ms by the tool's argument check (a plan at the 256-id cap ${B.flood.atCap.median.toFixed(3)} ms)`,
+        Math.max(B.flood.plan.median, B.flood.args.median) <= B.floodTarget.medianMs ? verdict(true) : `${verdict(false)} by ${fmtX(Math.max(B.flood.plan.median, B.flood.args.median) / B.floodTarget.medianMs)}`,
+      ])
+    }
     for (const c of B.commit ?? []) {
       rows.push([
         `8. commit a block summary, ${c.name} (plan + price + 4 appends + the mirror's catch-up)`,
@@ -300,6 +310,15 @@ function render(meta, R) {
       'bounded, reported',
       `${f.rssEndMiB.median.toFixed(1)} MiB (${f.growthMiB.median >= 0 ? '+' : ''}${f.growthMiB.median.toFixed(1)} MiB after cycle 100); ${st.rssEndMiB.median.toFixed(1)} MiB (${st.growthMiB.median >= 0 ? '+' : ''}${st.growthMiB.median.toFixed(1)} MiB)`,
       Math.max(f.growthMiB.median, st.growthMiB.median) < 8 ? verdict(true) : verdict(false),
+    ])
+  }
+  if (Number.isFinite(meta.binaryBytes)) {
+    const mib = meta.binaryBytes / 2 ** 20
+    rows.push([
+      '10. the addon binary, x64 Linux (glibc), release build',
+      '≤ 2.5 MiB',
+      `${mib.toFixed(2)} MiB (${meta.binaryBytes.toLocaleString('en')} bytes)`,
+      mib <= 2.5 ? verdict(true) : `${verdict(false)} by ${fmtX(mib / 2.5)}`,
     ])
   }
   if (rows.length) {

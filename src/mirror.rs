@@ -171,6 +171,17 @@ impl SessionMirror {
         })
     }
 
+    /// The seq of the `compaction/start` holding DSH's compaction lock now (no `compaction/end`
+    /// nor `session/end-seed` after it), or `null`. Throws while the log index is unknown
+    /// (`loadLog` first).
+    #[napi]
+    pub fn open_compaction(&self, env: &Env) -> Result<Option<u32>> {
+        guard::throwing(env, "SessionMirror.openCompaction", || match self.mirror.open_compaction() {
+            Some(open) => Ok(open),
+            None => Err(js(env, &FoldError::invalid("the mirror's log index is not known yet (loadLog first)"))),
+        })
+    }
+
     /// Surface nodes.
     #[napi(getter)]
     pub fn length(&self, env: &Env) -> Result<u32> {

@@ -874,7 +874,9 @@ impl Mirror {
     // ---- rebuilding ---------------------------------------------------------------------------
 
     /// Rebuilds the surface index from a description of the surface as it is now (the load
-    /// format). The log index becomes unknown ([`Mirror::load_log`]); the id table is kept.
+    /// format). The log index becomes unknown ([`Mirror::load_log`]) — but for an empty log, whose
+    /// index is known to be empty (a session described at its creation, then fed event by event,
+    /// knows its whole log); the id table is kept.
     ///
     /// # Errors
     /// `INVALID_ARGUMENT` when the words are malformed (the mirror is then broken).
@@ -947,6 +949,8 @@ impl Mirror {
             .count() as u32;
         self.event_count = event_count;
         self.generation = generation;
+        // Nothing happened yet: no compaction is open and nothing was replaced.
+        self.log_known = event_count == 0;
         Ok(())
     }
 

@@ -214,6 +214,26 @@ fn a_plugin_note_is_injected_but_not_user_authored() {
 }
 
 #[test]
+fn a_mirror_loaded_from_an_empty_session_knows_its_log_as_events_arrive() {
+    // A host describes a session when it is created (no events yet), then feeds every event:
+    // its log index (the open compaction, the replacements) is known without reading the log.
+    let mut m = Mirror::new();
+    m.load(&mirror::load_header(0, 0, 0, 0)).unwrap();
+    assert_eq!(m.open_compaction(), Some(None));
+    push(&mut m, node(0, Kind::User, 10, 4), &[]);
+    push(&mut m, RecordBuilder::log(1, 1), &[]);
+    assert_eq!(m.open_compaction(), Some(Some(1)), "a compaction/start holds the lock");
+    push(&mut m, replace(2, 0, 0, Source::CompactionSummary), &[0]);
+    push(&mut m, RecordBuilder::log(3, 2), &[]);
+    assert_eq!(m.open_compaction(), Some(None));
+    assert_eq!(m.replacements().map(<[_]>::len), Some(1));
+    // A load of a session that has events does not know its log until told.
+    let mut late = Mirror::new();
+    late.load(&mirror::load_header(4, 1, 0, 0)).unwrap();
+    assert_eq!(late.open_compaction(), None);
+}
+
+#[test]
 fn a_record_out_of_step_breaks_the_mirror_until_it_is_rebuilt() {
     let mut m = session();
     for (bad, why) in [
