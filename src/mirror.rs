@@ -176,9 +176,14 @@ impl SessionMirror {
     /// (`loadLog` first).
     #[napi]
     pub fn open_compaction(&self, env: &Env) -> Result<Option<u32>> {
-        guard::throwing(env, "SessionMirror.openCompaction", || match self.mirror.open_compaction() {
-            Some(open) => Ok(open),
-            None => Err(js(env, &FoldError::invalid("the mirror's log index is not known yet (loadLog first)"))),
+        guard::throwing(env, "SessionMirror.openCompaction", || {
+            match self.mirror.open_compaction() {
+                Some(open) => Ok(open),
+                None => Err(js(
+                    env,
+                    &FoldError::invalid("the mirror's log index is not known yet (loadLog first)"),
+                )),
+            }
         })
     }
 
