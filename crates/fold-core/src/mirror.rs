@@ -294,6 +294,9 @@ pub struct Mirror {
     broken: Option<String>,
     /// Every described event, by seq.
     facts: Vec<Fact>,
+    /// Per event of the log (by seq): the index of its fact, or NONE (a log-only event, or one a
+    /// load did not describe). Finding a node by seq is then one read, not a search.
+    fact_at: Vec<u32>,
     /// The surface: indexes into `facts`, in model order.
     order: Vec<u32>,
     /// Positions `i > 0` whose origin is below the origin at `i - 1` (0 on every surface DSH
@@ -477,10 +480,15 @@ impl Mirror {
         self.log_known.then_some(self.open_compaction)
     }
 
+    #[inline]
     fn index_of(&self, seq: u32) -> Option<usize> {
-        self.facts.binary_search_by_key(&seq, |f| f.seq).ok()
+        match self.fact_at.get(seq as usize) {
+            Some(&i) if i != NONE => Some(i as usize),
+            _ => None,
+        }
     }
 
+    #[inline]
     fn view(&self, f: &Fact) -> NodeView {
         NodeView {
             seq: f.seq,
@@ -501,11 +509,13 @@ impl Mirror {
     ///
     /// # Panics
     /// When `pos` is not below [`Mirror::len`].
+    #[inline]
     pub fn node(&self, pos: usize) -> NodeView {
         self.view(&self.facts[self.order[pos] as usize])
     }
 
     /// The surface nodes in `range` of positions, in model order.
+    #[inline]
     pub fn nodes(&self, range: Range<usize>) -> impl Iterator<Item = NodeView> + '_ {
         self.order[range].iter().map(|&i| self.view(&self.facts[i as usize]))
     }
@@ -516,6 +526,7 @@ impl Mirror {
     }
 
     /// The surface position of `seq`, if it is on the surface.
+    #[inline]
     pub fn position(&self, seq: u32) -> Option<usize> {
         self.index_of(seq)
             .map(|i| self.facts[i].pos)
@@ -692,6 +703,8 @@ impl Mirror {
         if op != 0 {
             self.apply_node(r)?;
         }
+        self.fact_at
+            .push(if op != 0 { self.facts.len() as u32 - 1 } else { NONE });
         if self.log_known {
             match r.log_class() {
                 1 => self.open_compaction = Some(seq),
@@ -927,6 +940,10 @@ impl Mirror {
             let mut fact = r.fact(r.w[12])?;
             self.resolve(&mut fact, r.sources(), 0..0);
             index_of_record[i] = self.facts.len() as u32;
+            if self.fact_at.len() <= r.seq() as usize {
+                self.fact_at.resize(r.seq() as usize + 1, NONE);
+            }
+            self.fact_at[r.seq() as usize] = index_of_record[i];
             if fact.report != 0 {
                 self.report_facts.push(index_of_record[i]);
             }
@@ -947,6 +964,7 @@ impl Mirror {
         self.descents = (1..n)
             .filter(|&p| self.facts[self.order[p] as usize].origin < self.facts[self.order[p - 1] as usize].origin)
             .count() as u32;
+        self.fact_at.resize(event_count as usize, NONE);
         self.event_count = event_count;
         self.generation = generation;
         // Nothing happened yet: no compaction is open and nothing was replaced.
@@ -1154,6 +1172,7 @@ impl Mirror {
     pub fn heap_bytes(&self) -> usize {
         use std::mem::size_of;
         self.facts.capacity() * size_of::<Fact>()
+            + self.fact_at.capacity() * 4
             + self.order.capacity() * 4
             + self.reports.capacity() * size_of::<ReportFacts>()
             + self.report_facts.capacity() * 4
