@@ -494,7 +494,7 @@ impl Run {
             50..=69 => {
                 let open: Vec<u32> = (1..=m.next_call).filter(|c| !m.answered.contains_key(c)).collect();
                 let call = if open.is_empty() || s.b.is_multiple_of(17) {
-                    1_000_000 + s.a
+                    1_000_000 + s.a % 1_000_000
                 } else {
                     open[s.a as usize % open.len()]
                 };
