@@ -188,8 +188,32 @@ export declare function compactStore(store: StoreRef): Promise<void>
 /** Stamps `markId` folded when it is the session's latest active mark; `false` changes nothing. */
 export declare function completeFold(store: StoreRef, sessionId: string, markId: number): Promise<boolean>
 
-/** Decodes a sequence of concatenated Zstandard frames (a `session.jsonl.zstd` file). */
+/**
+ * A decoded `session.jsonl.zstd` (`decodeZstdLog`): the complete frames' text, then what a torn
+ * final frame still decodes to.
+ */
+export interface DecodedZstdLog {
+  /** The decoded bytes: every complete frame's text, then the torn frame's recovered prefix. */
+  text: Buffer
+  /** Where each complete frame's text ends in `text` (one entry per complete frame). */
+  frameEnds: Array<number>
+  /** The index of the torn final frame, or null when the data ends at a frame boundary. */
+  tornFrame?: number
+  /** The byte offset (in the input) where the torn final frame starts, or null. */
+  tornByte?: number
+}
+
+/**
+ * Decodes a sequence of concatenated Zstandard frames (a `session.jsonl.zstd` file); data that
+ * ends inside a frame is an error.
+ */
 export declare function decodeZstd(data: Uint8Array): Buffer
+
+/**
+ * Decodes a session log's frames as DSH reads them: a final frame the data ends inside (a torn
+ * tail) is not an error; its decodable prefix is returned after the complete frames' text.
+ */
+export declare function decodeZstdLog(data: Uint8Array): DecodedZstdLog
 
 /**
  * The deterministic extractive report of a region: Findings, Files and Artifacts, Decisions,

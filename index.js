@@ -839,6 +839,7 @@ module.exports.SessionMirror = nativeBinding.SessionMirror
 module.exports.compactStore = nativeBinding.compactStore
 module.exports.completeFold = nativeBinding.completeFold
 module.exports.decodeZstd = nativeBinding.decodeZstd
+module.exports.decodeZstdLog = nativeBinding.decodeZstdLog
 module.exports.extractiveReport = nativeBinding.extractiveReport
 module.exports.findMark = nativeBinding.findMark
 module.exports.foldErrorCodes = nativeBinding.foldErrorCodes

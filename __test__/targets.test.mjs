@@ -175,7 +175,7 @@ describe('a tool this machine cannot install is reported as such, not as a failu
   const why = !root ? 'needs root, to drop to the user nobody' : !setpriv ? 'needs setpriv (util-linux) to drop to the user nobody' : false
   const asNobody = (/** @type {string[]} */ command) => spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', ...command], { encoding: 'utf8', env: { ...process.env, HOME: '/tmp' } })
 
-  it('a missing Debian package for a user without root or sudo: ToolUnavailable naming the packages', { skip: why }, () => {
+  it('a missing Debian package for a user who is not root: ToolUnavailable naming the packages and the command that enables the step (never sudo)', { skip: why }, () => {
     // nobody runs a copy of the two modules in a directory it can read: the checkout may sit under
     // a private one (mktemp -d makes them 0700).
     const dir = mkdtempSync(path.join(tmpdir(), 'dsh-fold-nobody-'))
@@ -186,6 +186,6 @@ describe('a tool this machine cannot install is reported as such, not as a failu
     const r = asNobody([process.execPath, '-e', script])
     rmSync(dir, { recursive: true, force: true })
     assert.equal(r.status, 0, r.stderr)
-    assert.equal(r.stdout.trim(), 'ToolUnavailable: Debian packages dsh-fold-no-such-package are missing and this user can neither apt-get (not root) nor sudo without a password')
+    assert.equal(r.stdout.trim(), 'ToolUnavailable: Debian packages dsh-fold-no-such-package are missing and only root may install them; to enable this step: sudo apt-get install -y --no-install-recommends dsh-fold-no-such-package')
   })
 })

@@ -1,59 +1,137 @@
 #!/usr/bin/env node
 /**
  * @module bin/dsh-fold
- * The `dsh-fold` command: see a fold happen with no model and no key (`demo`), list the
- * marks of a store (`marks`), dry-run a fold over a persisted DSH session log (`fold`), and
- * install, remove or check block mode's `block-ptc` agent preset (`preset`, in preset.mjs).
- * Read-only except `demo` (a temp directory, and `--save FILE`), `economics --html/--svg` (the
- * files named) and `preset install|remove` (only `$DSH_HOME/.agent-presets/block-ptc` and its
- * backups folder).
+ * The `dsh-fold` command: see a fold with no model and no key (`demo`), run one task in a real
+ * DSH host (`try`), check an installation (`doctor`), list the marks of a store (`marks`),
+ * dry-run a fold over a persisted DSH session log (`fold`), price a session's folds
+ * (`economics`), and install, remove or check block mode's `block-ptc` agent preset (`preset`).
  *
- * Exit codes: 0 ok; 1 the operation failed or was refused (e.g. NO_CHECKPOINT, EMPTY_REGION,
- * PRESET_MODIFIED); 64 bad usage; 65 a log, store or host file that cannot be read (corrupt,
- * newer format, unexpected shape); 66 a file, host or preset that does not exist; 73 a preset
- * that cannot be written; 70 an internal error (a bug: the stack is printed).
+ * Conventions: `dsh-fold VERB --help` prints that subcommand's usage only; `--version`; an
+ * option a subcommand does not take, a stray positional or two exclusive options are usage
+ * errors (64); every file written is confirmed (on stderr under `--json`, which keeps stdout
+ * for the JSON); subcommands that need the DeepSeek Harness packages say so in one line (69)
+ * where they are not installed. Writes only: `demo --save FILE`, `economics --html/--svg`,
+ * `preset install|remove` (`$DSH_HOME/.agent-presets/block-ptc` and its backups folder) and
+ * `try` (a temporary DSH home unless `--dsh-home`/`--profile` name one).
+ *
+ * Exit codes: 0 ok; 1 the operation failed or was refused (NO_CHECKPOINT, EMPTY_REGION,
+ * PRESET_MODIFIED, a doctor check, a try run that did not finish); 64 bad usage; 65 a log,
+ * store or host file that cannot be read (corrupt, newer format, unexpected shape); 66 a file,
+ * host or preset that does not exist; 69 the DeepSeek Harness packages are not installed here;
+ * 73 a file that cannot be written; 70 an internal error (a bug: the stack is printed).
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { homedir, tmpdir } from 'node:os'
 import path from 'node:path'
+import { fileURLToPath } from 'node:url'
 
 import { addon } from '../plugin/shared/addon.js'
 
-const HELP = `dsh-fold — fold a DSH agent's finished exploration into a report
+const VERSION = JSON.parse(readFileSync(fileURLToPath(new URL('../package.json', import.meta.url)), 'utf8')).version
 
-Usage:
-  dsh-fold demo [--lang en|zh] [--json] [--save FILE]
-      Build a realistic DSH session (real @deepseek-ai/dsh-session), mark, fold it with the
-      extractive report (no model, no network) and show before/after. --save FILE plays the
-      task to its end on the folded context and writes the session log (session.jsonl
-      format) for "dsh-fold economics FILE".
-  dsh-fold marks [--store PATH] [--session ID] [--json]
-      List the checkpoint marks of a store (default $DSH_HOME/storages/checkpoint.json).
-  dsh-fold fold FILE [--anchor N | --store PATH] [--lang en|zh] [--json]
-      Dry-run a fold over a session log persisted by @deepseek-ai/dsh-session-persistence-jsonl
-      (session.jsonl.zstd or session.jsonl): what would be folded from the session's latest
-      mark (or --anchor N), the chars saved, the extractive report (the plugin's default budget)
-      and how many of the region's paths, commands and error lines it keeps. Writes nothing.
-  dsh-fold economics FILE [--json] [--html OUT] [--svg OUT] [--hit-price N] [--miss-price N]
-                          [--output-price N] [--currency C]
-      Replay a persisted session log and price every model request with and without its folds
-      and block commits (DSH's token meter, a prefix-cache model, DeepSeek's price list per 1M
-      tokens unless given): tokens freed, input not sent, cached prefix invalidated, report
-      calls, and the total bill both ways. --html writes a self-contained page with a chart.
-  dsh-fold preset install [--dsh-home DIR] [--host DIR] [--profile NAME] [--force] [--json]
-      Write block mode's agent preset to $DSH_HOME/.agent-presets/block-ptc/: the installed
-      host's \`code\` preset (found through $DSH_HOME/profiles, or --host DIR) with tool
-      presentation \`both\` and the block rows. Refuses to replace a preset you edited (or did
-      not get from dsh-fold) unless --force, which first moves it to .dsh-fold-backups/.
-  dsh-fold preset remove [--dsh-home DIR] [--force] [--json]
-      Remove that preset (same refusal and backup rules).
-  dsh-fold preset status [--dsh-home DIR] [--host DIR] [--profile NAME] [--json]
-      What is installed, and whether it still matches the host's current \`code\` preset.
-  dsh-fold --help
+/**
+ * Each subcommand: its usage (first line `Usage: dsh-fold VERB ...`), the options it takes,
+ * how many positionals, and which options exclude each other.
+ * @type {Record<string, {usage: string, options: string[], args: [number, number, string], exclusive?: string[][]}>}
+ */
+const COMMANDS = {
+  demo: {
+    usage: `Usage: dsh-fold demo [--lang en|zh] [--json] [--save FILE]
+  Build a realistic DSH session (real @deepseek-ai/dsh-session), mark, fold it with the
+  extractive report (no model, no network) and show before/after. --save FILE plays the task
+  to its end on the folded context and writes the session log (session.jsonl format) for
+  the economics subcommand.`,
+    options: ['--lang', '--json', '--save'],
+    args: [0, 0, ''],
+  },
+  try: {
+    usage: `Usage: dsh-fold try [--profile NAME] [--dsh-home DIR] [--patch FILE] [--cwd DIR] [--keep] [--json] "TASK"
+  Boot a real DSH host headless with dsh-fold's rows and run one task, printing what the
+  model did and each fold. The host is the one you installed (found from \`dsh\` on PATH or
+  $DSH_HOME/profiles), else the pinned @deepseek-ai/dsh 0.1.0-rc.8, installed with Node 22
+  into dsh-fold's cache on first use (about a minute; $DSH_FOLD_CACHE moves it).
+  With DEEPSEEK_API_KEY set the model is DeepSeek's and the task runs in --cwd (default: here);
+  without one a scripted model shows checkpoint -> explore -> rewind -> recall on a small
+  workspace it writes (TASK is then optional). Without --profile/--dsh-home nothing outside a
+  temporary DSH home is touched; with them, that profile (dsh-fold installed in it) is used.
+  --patch adds a patch overlay (e.g. block mode's row, with DSH_TOOLS_MODE=both); --keep
+  leaves the temporary DSH home and workspace in place; --json prints the run as JSON.`,
+    options: ['--profile', '--dsh-home', '--patch', '--cwd', '--keep', '--json'],
+    args: [0, 1, 'TASK'],
+  },
+  doctor: {
+    usage: `Usage: dsh-fold doctor [--profile NAME] [--dsh-home DIR] [--json]
+  Check an installation, one line per check (✓ or ✗ with the command that fixes it): Node
+  (>= 22 for the host and block mode), the host and its version, the launcher on rc.8, the
+  dsh-fold bundle in the profile (default: headless) and each of its rows, what block mode
+  needs, the block-ptc preset, the checkpoint store, and the addon binary for this platform.
+  Exit 0 only when every check passes.`,
+    options: ['--profile', '--dsh-home', '--json'],
+    args: [0, 0, ''],
+  },
+  marks: {
+    usage: `Usage: dsh-fold marks [--store PATH] [--session ID] [--json]
+  List the checkpoint marks of a store (default $DSH_HOME/storages/checkpoint.json).`,
+    options: ['--store', '--session', '--json'],
+    args: [0, 0, ''],
+  },
+  fold: {
+    usage: `Usage: dsh-fold fold FILE [--anchor N | --store PATH] [--lang en|zh] [--json]
+  Dry-run a fold over a session log persisted by DSH (session.jsonl.zstd, session.jsonl, or
+  their folder): what would be folded from the session's latest mark, the chars saved, the
+  extractive report (the plugin's default budget) and how many of the region's paths,
+  commands and error lines it keeps. The mark is --anchor N (a log length), else the session's
+  latest mark in --store (default $DSH_HOME/storages/checkpoint.json), else the latest
+  checkpoint call recorded in the log itself. A torn tail (what a crash leaves) is read up to
+  the last complete record, with a warning. Writes nothing.`,
+    options: ['--anchor', '--store', '--lang', '--json'],
+    args: [1, 1, 'FILE'],
+    exclusive: [['--anchor', '--store']],
+  },
+  economics: {
+    usage: `Usage: dsh-fold economics FILE [--json] [--html OUT] [--svg OUT]
+                          [--hit-price N --miss-price N --output-price N [--currency C]]
+  Replay a persisted session log and price every model request with and without its folds
+  and block commits (DSH's token meter, a prefix-cache model, DeepSeek's USD price list per 1M
+  tokens unless prices are given; --currency names their currency): tokens freed, input not
+  sent, cached prefix invalidated, report calls, and the total bill both ways. --html writes a
+  self-contained page with a chart, --svg the chart alone.`,
+    options: ['--json', '--html', '--svg', '--hit-price', '--miss-price', '--output-price', '--currency'],
+    args: [1, 1, 'FILE'],
+  },
+  preset: {
+    usage: `Usage: dsh-fold preset install [--dsh-home DIR] [--host DIR] [--profile NAME] [--force] [--json]
+       dsh-fold preset remove [--dsh-home DIR] [--force] [--json]
+       dsh-fold preset status [--dsh-home DIR] [--host DIR] [--profile NAME] [--json]
+  install: write block mode's agent preset to $DSH_HOME/.agent-presets/block-ptc/: the
+  installed host's \`code\` preset (found through $DSH_HOME/profiles, or --host DIR) with tool
+  presentation \`both\` and the block rows. Refuses to replace a preset you edited (or did not
+  get from dsh-fold) unless --force, which first moves it to .dsh-fold-backups/.
+  remove: remove that preset (same refusal and backup rules).
+  status: what is installed, and whether it still matches the host's current \`code\` preset.`,
+    options: ['--dsh-home', '--host', '--profile', '--force', '--json'],
+    args: [1, 1, 'install|remove|status'],
+  },
+}
 
-Exit codes: 0 ok, 1 failed or refused (NO_CHECKPOINT, EMPTY_REGION, PRESET_MODIFIED, ...) or
-nothing to price (NO_FOLDS), 64 bad usage, 65 unreadable or newer-format log/store/host file,
-66 missing file or host, 73 a preset or output file that cannot be written.`
+const EXITS = `Exit codes: 0 ok; 1 failed or refused (NO_CHECKPOINT, EMPTY_REGION, PRESET_MODIFIED, a failed
+doctor check, ...) or nothing to price (NO_FOLDS); 64 bad usage; 65 unreadable or newer-format
+log/store/host file; 66 missing file or host; 69 the DeepSeek Harness packages are not installed
+here; 73 a file that cannot be written.`
+
+/** The synopsis lines of a usage text (its `dsh-fold ...` lines, continuation lines included). @param {string} usage */
+const synopsis = (usage) => usage.split('\n').filter((l) => /^(Usage: | {7})dsh-fold |^ {20,}\[/.test(l)).map((l) => `  ${l.replace(/^(Usage: | {7})/, '')}`)
+
+const HELP = `Usage: dsh-fold <subcommand> [options]   (dsh-fold <subcommand> --help for one)
+
+${Object.values(COMMANDS).flatMap((c) => synopsis(c.usage)).join('\n')}
+  dsh-fold --help | --version
+
+${EXITS}`
+
+/** Options that take a value; every other option is a flag. */
+const VALUED = new Set(['--store', '--session', '--anchor', '--lang', '--dsh-home', '--host', '--profile', '--save', '--html', '--svg', '--hit-price', '--miss-price', '--output-price', '--currency', '--patch', '--cwd'])
+const FLAGS = new Set(['--json', '--force', '--keep'])
 
 /** The largest anchor the engine takes (a u32 log length; 0xFFFF_FFFF is its "none"). */
 const MAX_ANCHOR = 0xffff_fffe
@@ -66,41 +144,91 @@ class CliError extends Error {
   }
 }
 
-/** @param {string[]} argv */
+/**
+ * Parses the command line and checks it against the subcommand's options and arguments.
+ * @param {string[]} argv
+ * @returns {{verb?: string, help?: boolean, version?: boolean, _: string[], [k: string]: any}}
+ */
 function parse(argv) {
-  /** @type {{_: string[], [k: string]: string | boolean | string[]}} */
-  const opts = { _: [] }
-  const valued = new Set(['--store', '--session', '--anchor', '--lang', '--dsh-home', '--host', '--profile', '--save', '--html', '--svg', '--hit-price', '--miss-price', '--output-price', '--currency'])
+  /** @type {{_: string[], given: string[], [k: string]: any}} */
+  const opts = { _: [], given: [] }
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]
-    if (valued.has(a)) {
+    if (a === '--help' || a === '-h') opts.help = true
+    else if (a === '--version' || a === '-V') opts.version = true
+    else if (VALUED.has(a)) {
       const v = argv[++i]
       if (v === undefined) throw new CliError(`${a} needs a value`, 64)
       opts[a.slice(2)] = v
-    } else if (a === '--json' || a === '--force' || a === '--help' || a === '-h') opts[a === '-h' ? 'help' : a.slice(2)] = true
-    else if (a.startsWith('-')) throw new CliError(`unknown option ${a}`, 64)
+      opts.given.push(a)
+    } else if (FLAGS.has(a)) {
+      opts[a.slice(2)] = true
+      opts.given.push(a)
+    } else if (a.startsWith('-') && a !== '-') throw new CliError(`unknown option ${a}`, 64)
     else opts._.push(a)
   }
+  let verb = opts._[0]
+  if (verb === 'help') {
+    opts.help = true
+    verb = opts._[1]
+  }
+  if (opts.help || opts.version) return { ...opts, verb }
+  if (verb === undefined) throw new CliError(`a subcommand is needed\n\n${HELP}`, 64)
+  const spec = COMMANDS[verb]
+  if (!spec) throw new CliError(`unknown command ${verb}\n\n${HELP}`, 64)
+  for (const flag of opts.given) if (!spec.options.includes(flag)) throw new CliError(`${verb} does not take ${flag} (dsh-fold ${verb} --help)`, 64)
+  for (const pair of spec.exclusive ?? []) {
+    if (pair.every((f) => opts.given.includes(f))) throw new CliError(`${pair.join(' and ')} exclude each other`, 64)
+  }
+  const [min, max, name] = spec.args
+  const args = opts._.slice(1)
+  if (verb === 'preset' && args.length > 1) throw new CliError(`preset ${args[0]} takes no arguments (got ${args.slice(1).join(' ')})`, 64)
+  if (args.length > max) {
+    const extra = args.slice(max).join(' ')
+    throw new CliError(max === 0 ? `${verb} takes no arguments (got ${extra})` : `${verb} takes one ${name} (got also ${extra})${verb === 'try' ? '; quote the task' : ''}`, 64)
+  }
+  if (args.length < min) throw new CliError(`${verb} needs a ${name}${verb === 'fold' || verb === 'economics' ? ' (session.jsonl.zstd, session.jsonl, or their folder)' : ''}`, 64)
   const lang = opts.lang ?? 'en'
   if (lang !== 'en' && lang !== 'zh') throw new CliError('--lang must be en or zh', 64)
-  return { ...opts, lang }
+  return { ...opts, verb, lang }
 }
 
-async function dsh() {
+/**
+ * Imports modules that need the DeepSeek Harness packages; where they are not installed, one
+ * line saying so (exit 69) instead of a module-resolution stack.
+ * @template T @param {string} verb @param {() => Promise<T>} load @returns {Promise<T>}
+ */
+async function needDsh(verb, load) {
   try {
-    return { ...(await import('@deepseek-ai/dsh-session')), ...(await import('../plugin/shared/mirror.js')), ...(await import('../plugin/shared/session.js')), ...(await import('../plugin/fold/host.js')) }
+    return await load()
   } catch (e) {
-    throw new CliError(`this command needs @deepseek-ai/dsh-session (a DSH install provides it): ${/** @type {Error} */ (e).message}`, 65)
+    const err = /** @type {any} */ (e)
+    const missing = err?.code === 'ERR_MODULE_NOT_FOUND' && /['"](@deepseek-ai\/[^'"/]+)/.exec(String(err.message))?.[1]
+    if (!missing) throw e
+    throw new CliError(`${verb} needs the DeepSeek Harness packages (@deepseek-ai/dsh-session and its peers; ${missing} is not installed here): run it where DSH is installed, e.g. as the profile's own copy (~/.dsh/profiles/<name>/node_modules/.bin/dsh-fold), or from a dsh-fold checkout after npm install`, 69)
   }
 }
+
+/** The DSH session packages and the plugin's session helpers. @param {string} verb */
+const dsh = (verb) =>
+  needDsh(verb, async () => ({
+    ...(await import('@deepseek-ai/dsh-session')),
+    ...(await import('../plugin/shared/mirror.js')),
+    ...(await import('../plugin/shared/session.js')),
+    ...(await import('../plugin/fold/host.js')),
+  }))
+
+/** Confirms a written file: on stdout, or on stderr when stdout carries JSON. @param {string} file @param {boolean} json @param {string} [what] */
+const wrote = (file, json, what = '') => (json ? console.error : console.log)(`wrote ${file}${what ? ` (${what})` : ''}`)
 
 /** The model-visible size of a session's surface, as its mirror meters it. @param {any} session @param {(session: any) => any} mirrorOf */
 const visible = (session, mirrorOf) => mirrorOf(session).native.surfacePrice().chars
 
 /** @param {ReturnType<typeof parse>} opts */
 async function demo(opts) {
-  const { buildDemoSession } = await import('./demo-session.mjs')
-  const { mirrorOf, sessionHost } = await dsh()
+  const { buildDemoSession } = await needDsh('demo', () => import('./demo-session.mjs'))
+  const { mirrorOf, sessionHost } = await dsh('demo')
+  if (opts.save !== undefined && !String(opts.save).trim()) throw new CliError('--save needs a file path', 64)
   const dir = mkdtempSync(path.join(tmpdir(), 'dsh-fold-demo-'))
   try {
     const store = path.join(dir, 'storages', 'checkpoint.json')
@@ -112,15 +240,22 @@ async function demo(opts) {
     const ms = Number(process.hrtime.bigint() - started) / 1e6
     const after = { nodes: session.surface.nodes.length, chars: visible(session, mirrorOf) }
     const report = session.deriveEventMessage(session.events[session.surface.nodes.find((/** @type {number} */ s) => session.events[s].data?.source?.plugin === 'rewind')]).content[0].text
-    if (opts.save !== undefined) await saveDemo(session, String(opts.save), result, step())
-    if (opts.json) return print({ before, after, result, foldMs: ms, report, ...(opts.save !== undefined ? { saved: opts.save } : {}) }, true)
+    if (opts.save !== undefined) await saveDemo(session, String(opts.save), result, step)
+    if (opts.json) {
+      print({ before, after, result, foldMs: ms, report, ...(opts.save !== undefined ? { saved: opts.save } : {}) }, true)
+      if (opts.save !== undefined) wrote(String(opts.save), true, 'the demo session log')
+      return
+    }
     console.log(`A DSH session: a user request, a checkpoint, reads, greps, a failing test run, parallel calls.\n`)
     console.log(`before the fold: ${before.nodes} surface nodes, ${before.chars} model-visible chars`)
     console.log(`after the fold:  ${after.nodes} surface nodes, ${after.chars} model-visible chars (${Math.round((100 * (before.chars - after.chars)) / before.chars)}% less)`)
     console.log(`folded ${result.foldedNodes} nodes (seq ${result.start}..${result.end}, ${result.foldedChars} chars) into a ${result.reportChars}-char extractive report in ${ms.toFixed(2)} ms; mark ${result.markId} folded\n`)
     console.log('--- the report the model now sees instead of the exploration ---\n')
     console.log(report)
-    if (opts.save !== undefined) console.log(`\n--- the task went on to its end on the folded context; the session log is in ${opts.save} ---\n(price it: dsh-fold economics ${opts.save})`)
+    if (opts.save !== undefined) {
+      console.log(`\n--- the task went on to its end on the folded context ---`)
+      wrote(String(opts.save), false, `the session log; price it: dsh-fold economics ${opts.save}`)
+    }
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
@@ -129,14 +264,13 @@ async function demo(opts) {
 /**
  * Plays the demo task to its end after the fold and writes the session's log as the jsonl
  * persistence backend lays it out: a `session` header line, then one event per line.
- * @param {any} session @param {string} file @param {any} result the fold's result @param {number} step
+ * @param {any} session @param {string} file @param {any} result the fold's result @param {() => number} step
  */
 async function saveDemo(session, file, result, step) {
-  if (!file.trim()) throw new CliError('--save needs a file path', 64)
   const { continueAfterFold } = await import('./demo-session.mjs')
   const { renderResult } = await import('../plugin/fold/rewind.js')
-  continueAfterFold(session, renderResult({ ...result, report: 'extractive' }), step)
-  const { SESSION_FORMAT_VERSION } = await dsh()
+  continueAfterFold(session, renderResult({ ...result, report: 'extractive' }), step())
+  const { SESSION_FORMAT_VERSION } = await dsh('demo')
   const header = { type: 'session', version: SESSION_FORMAT_VERSION, id: session.id, createdAt: session.events[0]?.time ?? 0, cwd: '/work/app' }
   try {
     writeFileSync(file, `${[header, ...session.events].map((e) => JSON.stringify(e)).join('\n')}\n`)
@@ -145,12 +279,14 @@ async function saveDemo(session, file, result, step) {
   }
 }
 
+/** The documented default store: `$DSH_HOME/storages/checkpoint.json` (never relative to the working directory). */
+function defaultStore() {
+  return path.join(process.env.DSH_HOME || path.join(homedir(), '.dsh'), 'storages', 'checkpoint.json')
+}
+
 /** @param {ReturnType<typeof parse>} opts */
 async function marks(opts) {
-  const { defaultStorePath } = await import('../plugin/fold/checkpoint.js').catch(() => ({ defaultStorePath: undefined }))
-  // The documented default, as plugin/fold/checkpoint.js computes it (that import needs the DSH
-  // packages); never a path relative to the working directory (an empty DSH_HOME or HOME).
-  const store = /** @type {string} */ (opts.store ?? defaultStorePath?.() ?? path.join(process.env.DSH_HOME || path.join(homedir(), '.dsh'), 'storages', 'checkpoint.json'))
+  const store = /** @type {string} */ (opts.store ?? defaultStore())
   if (!existsSync(store)) throw new CliError(`no checkpoint store at ${store}`, 66)
   if (opts.session === '') throw new CliError('--session needs a non-empty session id', 64)
   const list = await addon.listMarks(store, /** @type {string | undefined} */ (opts.session) ?? null).catch(storeError)
@@ -178,95 +314,114 @@ function storeError(e) {
 }
 
 /**
- * Reads a persisted session log into its header and events.
- * @param {string} file
+ * Reads a persisted session log (bin/session-log.mjs: as the host reads it); a torn tail is
+ * read with a one-line warning on stderr.
+ * @param {string} file @param {string} verb
  */
-async function readSessionLog(file) {
-  const { decodeStorageRecord, SESSION_FORMAT_VERSION } = await dsh()
-  let stat
+async function readLog(file, verb) {
+  const { decodeStorageRecord, SESSION_FORMAT_VERSION } = await dsh(verb)
+  const { readSessionLog, LogError } = await import('./session-log.mjs')
   try {
-    stat = statSync(file)
-  } catch {
-    throw new CliError(`no such file: ${file}`, 66)
-  }
-  if (stat.isDirectory()) {
-    const inner = ['session.jsonl.zstd', 'session.jsonl'].map((f) => path.join(file, f)).find((f) => existsSync(f))
-    if (!inner) throw new CliError(`${file} holds no session.jsonl.zstd or session.jsonl`, 66)
-    return readSessionLog(inner)
-  }
-  let text
-  try {
-    const bytes = readFileSync(file)
-    text = file.endsWith('.zstd') ? addon.decodeZstd(bytes).toString('utf8') : bytes.toString('utf8')
+    const log = readSessionLog(file, { decodeStorageRecord, formatVersion: typeof SESSION_FORMAT_VERSION === 'number' ? SESSION_FORMAT_VERSION : 0 })
+    if (log.warning) console.error(`dsh-fold: warning: ${log.warning}`)
+    return log
   } catch (e) {
-    throw new CliError(`cannot read ${file}: ${/** @type {Error} */ (e).message}`, 65)
+    if (e instanceof LogError) throw new CliError(e.message, e.exit)
+    throw e
   }
-  const lines = text.split('\n').filter((l) => l.trim())
-  if (!lines.length) throw new CliError(`${file} is empty`, 65)
-  /** @type {any[]} */
-  const rows = []
-  for (const [i, line] of lines.entries()) {
-    try {
-      rows.push(JSON.parse(line))
-    } catch {
-      throw new CliError(`${file}:${i + 1} is not JSON (truncated or corrupt log)`, 65)
-    }
-  }
-  const [header, ...records] = rows
-  if (header?.type !== 'session' || typeof header.id !== 'string') throw new CliError(`${file} does not start with a session header`, 65)
-  const known = typeof SESSION_FORMAT_VERSION === 'number' ? SESSION_FORMAT_VERSION : 0
-  if (typeof header.version !== 'number' || header.version > known) {
-    throw new CliError(`${file} has session format version ${header.version}, newer than the ${known} this DSH reads`, 65)
-  }
-  let events
-  try {
-    events = records.flatMap((r) => decodeStorageRecord(r))
-  } catch (e) {
-    throw new CliError(`${file}: ${/** @type {Error} */ (e).message}`, 65)
-  }
-  return { header, events }
 }
 
 /**
- * Reads a persisted session log and replays it into a real Session.
- * @param {string} file
+ * Replays `events` into a real Session.
+ * @param {any} header @param {any[]} events @param {string} file @param {string} verb
  */
-async function replaySession(file) {
-  const { Session, SessionId } = await dsh()
-  const { header, events } = await readSessionLog(file)
+async function replay(header, events, file, verb) {
+  const { Session, SessionId } = await dsh(verb)
   const { type: _type, ...meta } = header
   try {
-    return { header, events, session: Session.create(SessionId(header.id), events, meta) }
+    return Session.create(SessionId(header.id), events, meta)
   } catch (e) {
     throw new CliError(`${file} does not replay into a session: ${/** @type {Error} */ (e).message}`, 65)
   }
 }
 
+/**
+ * The latest checkpoint call recorded in a log: the last tool result shaped like the checkpoint
+ * tool's, `{"id": N, "logLength": M}`, and where (if anywhere) the log holds that mark's fold.
+ * @param {any[]} events
+ * @returns {{id: number, logLength: number, seq: number, foldedAt: number | null} | null}
+ */
+function checkpointInLog(events) {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const e = events[i]
+    if (e.type !== 'tool/result') continue
+    for (const block of e.data?.message?.content ?? []) {
+      if (block?.type !== 'tool-result' || block.isError) continue
+      const text = (block.content ?? []).filter((/** @type {any} */ c) => c?.type === 'text').map((/** @type {any} */ c) => c.text).join('')
+      let value
+      try {
+        value = JSON.parse(text)
+      } catch {
+        continue
+      }
+      const keys = value && typeof value === 'object' ? Object.keys(value).sort().join(',') : ''
+      if (keys !== 'id,logLength' || !Number.isInteger(value.id) || !Number.isInteger(value.logLength)) continue
+      // Its fold, if the log holds it: the rewind report naming the mark, appended after it.
+      const report = events.find((x) => x.seq > e.seq && x.type === 'user/message' && x.data?.source?.plugin === 'rewind' && x.data?.source?.markId === value.id)
+      return { id: value.id, logLength: value.logLength, seq: e.seq, foldedAt: report ? report.seq : null }
+    }
+  }
+  return null
+}
+
 /** @param {ReturnType<typeof parse>} opts */
 async function fold(opts) {
   const file = opts._[1]
-  if (!file) throw new CliError('fold needs a FILE (session.jsonl.zstd, session.jsonl, or their folder)', 64)
-  const { mirrorOf, regionMessages } = await dsh()
-  const { header, events, session } = await replaySession(file)
+  const { mirrorOf, regionMessages } = await dsh('fold')
+  const { header, events } = await readLog(file, 'fold')
   let anchor
   let markId = null
+  /** @type {'anchor' | 'store' | 'log'} */
+  let markFrom = 'anchor'
+  /** @type {string[]} */
+  const notes = []
+  let replayed = events
   if (opts.anchor !== undefined) {
     // Decimal digits only: Number() would take '' as 0 (a fold from the log's start), '1e1', '0x10'.
     anchor = /^\d+$/.test(String(opts.anchor)) ? Number(opts.anchor) : NaN
     if (!(anchor <= MAX_ANCHOR)) throw new CliError(`--anchor must be an integer from 0 to ${MAX_ANCHOR}`, 64)
   } else {
-    const { defaultStorePath } = await import('../plugin/fold/checkpoint.js')
-    const store = /** @type {string} */ (opts.store ?? defaultStorePath())
-    if (!existsSync(store)) throw new CliError(`no checkpoint store at ${store}; pass --store PATH or --anchor N`, 66)
-    const mark = await addon.latestMark(store, header.id).catch(storeError)
-    if (!mark) throw new CliError(`NO_CHECKPOINT: session ${header.id} has no mark in ${store}; pass --anchor N to try a log length`, 1)
-    // As `rewind` does: the latest mark already folded leaves nothing to fold.
-    if (mark.foldedAt !== null) {
-      throw new CliError(`EMPTY_REGION: checkpoint mark ${mark.id} of session ${header.id} was already folded; pass --anchor ${mark.logLength} to dry-run it anyway`, 1)
+    const store = /** @type {string} */ (opts.store ?? defaultStore())
+    const mark = existsSync(store) ? await addon.latestMark(store, header.id).catch(storeError) : null
+    if (opts.store !== undefined && !existsSync(store)) throw new CliError(`no checkpoint store at ${store}`, 66)
+    if (opts.store !== undefined && !mark) throw new CliError(`NO_CHECKPOINT: session ${header.id} has no mark in ${store}; pass --anchor N to try a log length`, 1)
+    if (mark) {
+      markFrom = 'store'
+      // As `rewind` does: the latest mark already folded leaves nothing to fold.
+      if (mark.foldedAt !== null && !checkpointInLog(events)?.foldedAt) {
+        throw new CliError(`EMPTY_REGION: checkpoint mark ${mark.id} of session ${header.id} was already folded; pass --anchor ${mark.logLength} to dry-run it anyway`, 1)
+      }
+      anchor = mark.logLength
+      markId = mark.id
+    } else {
+      const found = checkpointInLog(events)
+      const where = existsSync(store) ? `no mark of session ${header.id} in ${store}` : `no checkpoint store at ${store}`
+      if (!found) throw new CliError(`NO_CHECKPOINT: ${where} and no checkpoint call in the log; pass --store PATH or --anchor N`, 1)
+      markFrom = 'log'
+      notes.push(`${where}; using the log's latest checkpoint call: mark ${found.id} (log length ${found.logLength}) from its result at seq ${found.seq}`)
+      anchor = found.logLength
+      markId = found.id
     }
-    anchor = mark.logLength
-    markId = mark.id
+    // A mark the log shows folded: dry-run the fold as it stood, on the log before its commit.
+    const inLog = checkpointInLog(events)
+    if (inLog && inLog.id === markId && inLog.logLength === anchor && inLog.foldedAt !== null) {
+      // The commit is the report, with DSH's shadow-price event right before it when a meter was mounted.
+      const cut = events[inLog.foldedAt - 1]?.type === 'compaction/prune' ? inLog.foldedAt - 1 : inLog.foldedAt
+      notes.push(`mark ${markId} was folded at seq ${inLog.foldedAt} in this log: dry-running the fold on the log before it (seq 0..${cut - 1})`)
+      replayed = events.slice(0, cut)
+    }
   }
+  const session = await replay(header, replayed, file, 'fold')
   let region
   try {
     // The session's mirror, described once from the replayed log: no snapshot crosses.
@@ -288,6 +443,7 @@ async function fold(opts) {
   const out = {
     sessionId: header.id,
     markId,
+    markFrom,
     anchor,
     foldedNodes: region.foldedNodes,
     start: region.start,
@@ -298,10 +454,12 @@ async function fold(opts) {
     reportRatio: region.foldedChars > 0 ? report.length / region.foldedChars : 0,
     retention,
     report,
+    ...(notes.length ? { notes } : {}),
   }
   if (opts.json) return print(out, true)
   const kept = (/** @type {{kept: number, total: number}} */ k) => `${k.kept}/${k.total}`
-  console.log(`session ${header.id}: ${events.length} events, ${session.surface.nodes.length} surface nodes; anchor ${anchor}${markId ? ` (mark ${markId})` : ''}`)
+  for (const note of notes) console.log(note)
+  console.log(`session ${header.id}: ${replayed.length} events, ${session.surface.nodes.length} surface nodes; anchor ${anchor}${markId ? ` (mark ${markId})` : ''}`)
   console.log(`would fold ${out.foldedNodes} nodes (seq ${out.start}..${out.end}, ${out.foldedChars} chars) into a ${out.reportChars}-char report (${Math.round(100 * out.reportRatio)}%): ${out.charsSaved} chars saved (dry run: nothing written)`)
   console.log(`the report keeps paths ${kept(retention.paths)}, commands ${kept(retention.commands)}, error lines ${kept(retention.errors)} of the region's\n`)
   console.log(report)
@@ -310,12 +468,22 @@ async function fold(opts) {
 /** @param {ReturnType<typeof parse>} opts */
 async function preset(opts) {
   const verb = opts._[1]
-  if (!['install', 'remove', 'status'].includes(verb)) throw new CliError(`preset needs install, remove or status${verb ? ` (got ${verb})` : ''}`, 64)
-  if (opts._.length > 2) throw new CliError(`preset ${verb} takes no arguments (got ${opts._.slice(2).join(' ')})`, 64)
+  if (!['install', 'remove', 'status'].includes(verb)) throw new CliError(`preset needs install, remove or status (got ${verb})`, 64)
   for (const key of ['dsh-home', 'host', 'profile']) if (opts[key] === '') throw new CliError(`--${key} needs a non-empty value`, 64)
-  if (verb !== 'install' && verb !== 'remove' && opts.force) throw new CliError('--force applies to preset install and preset remove', 64)
+  if (verb === 'status' && opts.force) throw new CliError('preset status does not take --force (dsh-fold preset --help)', 64)
   if (verb === 'remove' && (opts.host !== undefined || opts.profile !== undefined)) throw new CliError('preset remove takes no --host/--profile: it only touches $DSH_HOME', 64)
   const presets = await import('./preset.mjs')
+  if (verb !== 'remove' && opts.host === undefined) {
+    // A profile made by `dsh plugin add` links no host packages until `dsh` first runs it: then
+    // the host is the one `dsh` on PATH runs.
+    try {
+      presets.findHost(opts, presets.resolveDshHome(opts))
+    } catch (e) {
+      const { hostOnPath } = await import('./host/find.mjs')
+      const onPath = e instanceof presets.PresetError && e.code === 'HOST_NOT_FOUND' ? hostOnPath() : null
+      if (onPath) opts = { ...opts, host: onPath.dir }
+    }
+  }
   let out
   try {
     out = verb === 'install' ? await presets.install(opts) : verb === 'remove' ? presets.remove(opts) : await presets.status(opts)
@@ -344,7 +512,7 @@ function printPresetStatus(s) {
   if (s.matchesHost !== null) console.log(`  matches the host's current code preset: ${s.matchesHost ? 'yes' : 'no — run `dsh-fold preset install` to refresh it'}`)
   if (s.leftovers?.length) console.log(`  an interrupted install or remove left ${s.leftovers.join(', ')}; the next \`dsh-fold preset install\` or \`remove\` finishes it`)
   if (s.shadowedByShippedPreset) console.log(`  warning: the host ships its own ${s.preset} preset, which shadows this one`)
-  console.log(`  profiles with the dsh-fold bundle: ${s.profilesWithDshFold.length ? s.profilesWithDshFold.join(', ') : 'none (add it with \`dsh plugin add dsh-fold\`; the preset\'s rows and the browser half need it)'}`)
+  console.log(`  profiles with the dsh-fold bundle: ${s.profilesWithDshFold.length ? s.profilesWithDshFold.join(', ') : 'none (add it with `dsh plugin --profile NAME add dsh-fold`; the preset\'s rows and the browser half need it)'}`)
 }
 
 /** @param {unknown} value @param {boolean} json */
@@ -354,22 +522,42 @@ function print(value, json) {
 
 async function main() {
   const opts = parse(process.argv.slice(2))
-  const verb = opts._[0]
-  if (opts.help || verb === 'help') return console.log(HELP)
-  if (verb === 'demo') return demo(opts)
-  if (verb === 'marks') return marks(opts)
-  if (verb === 'fold') return fold(opts)
-  if (verb === 'preset') return preset(opts)
-  if (verb === 'economics') {
-    const { runEconomics } = await import('./economics.mjs')
-    return runEconomics(opts, {
-      replay: replaySession,
-      fail: (message, exit) => {
-        throw new CliError(message, exit)
-      },
-    })
+  if (opts.version) return console.log(`dsh-fold ${VERSION}`)
+  if (opts.help) return console.log(opts.verb && COMMANDS[opts.verb] ? `${COMMANDS[opts.verb].usage}\n\n${EXITS}` : HELP)
+  const fail = (/** @type {string} */ message, /** @type {number} */ exit) => {
+    throw new CliError(message, exit)
   }
-  throw new CliError(verb ? `unknown command ${verb}\n\n${HELP}` : HELP, 64)
+  switch (opts.verb) {
+    case 'demo':
+      return demo(opts)
+    case 'marks':
+      return marks(opts)
+    case 'fold':
+      return fold(opts)
+    case 'preset':
+      return preset(opts)
+    case 'try': {
+      const { runTry } = await import('./try.mjs')
+      process.exitCode = await runTry(opts, { fail })
+      return
+    }
+    case 'doctor': {
+      const { runDoctor } = await import('./doctor.mjs')
+      process.exitCode = await runDoctor(opts, { fail })
+      return
+    }
+    case 'economics': {
+      const { runEconomics } = await needDsh('economics', () => import('./economics.mjs'))
+      return runEconomics(opts, {
+        replay: async (/** @type {string} */ file) => {
+          const { header, events } = await readLog(file, 'economics')
+          return { header, events, session: await replay(header, events, file, 'economics') }
+        },
+        fail,
+        wrote: (/** @type {string} */ file, /** @type {string} */ what) => wrote(file, Boolean(opts.json), what),
+      })
+    }
+  }
 }
 
 main().catch((e) => {

@@ -444,7 +444,7 @@ export function renderText(a, about) {
   const blocks = a.folds.filter((f) => f.kind === 'block').length
   out.push(`session ${about.sessionId}: ${about.events} events, ${a.requests.length} agent requests, ${a.folds.length - blocks} fold${a.folds.length - blocks === 1 ? '' : 's'}, ${blocks} block commit${blocks === 1 ? '' : 's'}`)
   out.push(`prices per 1M tokens: cache hit ${p.hit}, cache miss ${p.miss}, output ${p.output} ${p.currency}${p.source ? ` (${p.source})` : ''}`)
-  out.push('tokens: DSH token meter estimates; cache: prefix cache at message granularity (see README "Economics")')
+  out.push('tokens: DSH token meter estimates; cache: prefix cache at message granularity (see docs/economics.md)')
   for (const f of a.folds) {
     out.push('')
     out.push(`${f.name} at seq ${f.seq}: ${f.foldedNodes} message${f.foldedNodes === 1 ? '' : 's'}, ${n(f.foldedTokens)} tokens → ${f.kind === 'block' ? 'summary' : 'report'} of ${n(f.replacementTokens)} tokens: ${n(f.tokensFreed)} tokens freed`)
@@ -478,7 +478,7 @@ export function renderText(a, about) {
  * Runs `dsh-fold economics FILE [--json] [--html OUT] [--svg OUT] [--hit-price N]
  * [--miss-price N] [--output-price N] [--currency C]`.
  * @param {Record<string, any>} opts the parsed command line
- * @param {{replay: (file: string) => Promise<{header: any, events: any[], session: any}>, fail: (message: string, exit: number) => never}} cli
+ * @param {{replay: (file: string) => Promise<{header: any, events: any[], session: any}>, fail: (message: string, exit: number) => never, wrote: (file: string, what: string) => void}} cli
  */
 export async function runEconomics(opts, cli) {
   const file = opts._[1]
@@ -493,6 +493,9 @@ export async function runEconomics(opts, cli) {
     delete prices.source
   }
   if (opts.currency !== undefined) {
+    // A currency labels the prices given; it never turns DeepSeek's USD list into another currency.
+    const given = ['hit-price', 'miss-price', 'output-price'].filter((f) => opts[f] !== undefined)
+    if (given.length < 3) cli.fail(`--currency names the currency of --hit-price, --miss-price and --output-price; give all three (got ${given.length ? given.map((f) => `--${f}`).join(', ') : 'none'}: the defaults are DeepSeek's USD list)`, 64)
     if (!/^[A-Za-z]{1,8}$/.test(String(opts.currency))) cli.fail('--currency must be a short currency code such as USD or CNY', 64)
     prices.currency = String(opts.currency).toUpperCase()
     delete prices.source
@@ -522,17 +525,35 @@ export async function runEconomics(opts, cli) {
   if (opts.html !== undefined || opts.svg !== undefined) {
     const { writeFileSync } = await import('node:fs')
     const { renderHtml, renderSvg } = await import('./economics-html.mjs')
-    try {
-      if (opts.html !== undefined) writeFileSync(String(opts.html), renderHtml(a, { ...about, text }))
-      if (opts.svg !== undefined) writeFileSync(String(opts.svg), `${renderSvg(a, `Input tokens per agent request, with and without the folds (session ${header.id})`)}\n`)
-    } catch (e) {
-      cli.fail(`cannot write the page: ${/** @type {Error} */ (e).message}`, 73)
+    /** @type {Array<[string, string, string]>} */
+    const files = []
+    if (opts.html !== undefined) files.push([String(opts.html), renderHtml(a, { ...about, text }), 'the page'])
+    if (opts.svg !== undefined) files.push([String(opts.svg), `${renderSvg(a, `Input tokens per agent request, with and without the folds (session ${header.id})`)}\n`, 'the chart'])
+    for (const [file, content] of files) {
+      try {
+        writeFileSync(file, content)
+      } catch (e) {
+        cli.fail(`cannot write ${file}: ${/** @type {Error} */ (e).message}`, 73)
+      }
     }
+    if (!opts.json) console.log(text)
+    for (const [file, , what] of files) cli.wrote(file, what)
+    if (!opts.json) return
   }
   if (opts.json) {
-    console.log(JSON.stringify({ sessionId: header.id, events: events.length, ...a }, null, 2))
+    console.log(JSON.stringify({ sessionId: header.id, events: events.length, ...a }, roundMoney, 2))
     return
   }
   console.log(text)
-  if (opts.html !== undefined) console.log(`\npage written to ${opts.html}`)
+}
+
+/**
+ * JSON replacer: money (and every other fraction) to a millionth, percentages to a hundredth,
+ * so scripts read the figures the text shows instead of float noise (0.00011368000000000012).
+ * @param {string} key @param {unknown} value
+ */
+function roundMoney(key, value) {
+  if (typeof value !== 'number' || Number.isInteger(value)) return value
+  const places = key === 'percent' ? 100 : 1e6
+  return Math.round(value * places) / places
 }

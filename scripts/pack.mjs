@@ -21,11 +21,16 @@
  * the load pulls in, the `.node` binary included, must come from that project's node_modules.
  * Peers (the DSH packages the plugin imports) are the host's; `--legacy-peer-deps` leaves them out.
  *
- *   node scripts/pack.mjs [outDir] [--platform linux-x64-gnu] [--verify]
- * prints `{"root": "<tgz>", "platform": "<tgz>"}` (absolute paths) on stdout.
+ *   npm run pack [-- outDir] [--platform linux-x64-gnu] [--verify]
+ *   (node scripts/pack.mjs ...)
+ * writes the two tarballs to `outDir` (default `target/pack/`, emptied of older dsh-fold
+ * tarballs first, so `./target/pack/*.tgz` names exactly these two), prints
+ * `{"root": "<tgz>", "platform": "<tgz>"}` (absolute paths) on stdout and, on stderr, the
+ * command that installs them into a DSH profile. The platform defaults to the binary built at
+ * the repository root for this machine (`dsh-fold.<platform>.node`).
  */
 import { execFileSync, spawnSync } from 'node:child_process'
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -81,7 +86,7 @@ function promisedFiles(pkg) {
  *   `linux-x64-gnu`, and the binary to ship in it (default: the build at the repo root)
  * @returns {{root: string, platform: string}} absolute tarball paths
  */
-export function pack(outDir, { platform = 'linux-x64-gnu', binary: from } = {}) {
+export function pack(outDir, { platform = builtPlatform() ?? 'linux-x64-gnu', binary: from } = {}) {
   outDir = path.resolve(outDir)
   mkdirSync(outDir, { recursive: true })
   const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'))
@@ -176,15 +181,33 @@ export function verifyInstall(tarballs) {
   }
 }
 
+/**
+ * The platform folder of the binary built at the repository root for this machine, e.g.
+ * `linux-x64-gnu` for `dsh-fold.linux-x64-gnu.node`.
+ * @returns {string | undefined}
+ */
+export function builtPlatform() {
+  const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'))
+  const prefix = `${pkg.napi?.binaryName ?? pkg.name}.`
+  const built = readdirSync(ROOT).filter((f) => f.startsWith(prefix) && f.endsWith('.node')).map((f) => f.slice(prefix.length, -'.node'.length))
+  return built.find((p) => p.startsWith(`${process.platform}-${process.arch}`)) ?? built[0]
+}
+
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const args = process.argv.slice(2)
   const at = args.indexOf('--platform')
-  const platform = at >= 0 ? args.splice(at, 2)[1] : undefined
+  const platform = at >= 0 ? args.splice(at, 2)[1] : builtPlatform()
   const verify = args.includes('--verify')
   try {
-    const tarballs = pack(args.filter((a) => a !== '--verify')[0] ?? path.join(ROOT, 'target', 'pack'), { platform })
+    const given = args.filter((a) => a !== '--verify')[0]
+    const outDir = path.resolve(given ?? path.join(ROOT, 'target', 'pack'))
+    // Older dsh-fold tarballs would match the install command's glob too.
+    if (existsSync(outDir)) for (const f of readdirSync(outDir)) if (/^dsh-fold-.*\.tgz$/.test(f)) rmSync(path.join(outDir, f))
+    const tarballs = pack(outDir, { platform })
     if (verify) verifyInstall(tarballs)
     console.log(JSON.stringify(tarballs))
+    const rel = path.relative(process.cwd(), outDir) || '.'
+    process.stderr.write(`[pack] install them into a DSH profile: dsh plugin --profile headless add ${rel.startsWith('.') || path.isAbsolute(rel) ? rel : `./${rel}`}/*.tgz\n`)
   } catch (e) {
     console.error(/** @type {Error} */ (e).message)
     process.exit(1)

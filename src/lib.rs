@@ -43,7 +43,7 @@ pub use crate::store::{
     compact_store, complete_fold, find_mark, has_active, has_active_sync, latest_mark, list_marks, mark, open_store,
 };
 pub use crate::types::*;
-pub use crate::zstd::decode_zstd;
+pub use crate::zstd::{decode_zstd, decode_zstd_log};
 
 /// Largest log length / anchor accepted (seqs are 32-bit in the snapshot format).
 const MAX_LOG_LENGTH: f64 = u32::MAX as f64 - 1.0;

@@ -176,3 +176,17 @@ pub struct SummaryReply {
     /// gains `tokensFreed`.
     pub tokens: Option<TokenPrices>,
 }
+
+/// A decoded `session.jsonl.zstd` (`decodeZstdLog`): the complete frames' text, then what a torn
+/// final frame still decodes to.
+#[napi(object)]
+pub struct DecodedZstdLog {
+    /// The decoded bytes: every complete frame's text, then the torn frame's recovered prefix.
+    pub text: Buffer,
+    /// Where each complete frame's text ends in `text` (one entry per complete frame).
+    pub frame_ends: Vec<u32>,
+    /// The index of the torn final frame, or null when the data ends at a frame boundary.
+    pub torn_frame: Option<u32>,
+    /// The byte offset (in the input) where the torn final frame starts, or null.
+    pub torn_byte: Option<u32>,
+}

@@ -95,7 +95,7 @@ function hostNativeModules(cwd) {
   for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
     try {
       if (readlinkSync(`/proc/${pid}/cwd`) !== cwd) continue
-      if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('dsh-e2e-boot.mjs')) continue
+      if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('bin/host/boot.mjs')) continue
       const maps = readFileSync(`/proc/${pid}/maps`, 'utf8')
       return [...new Set(maps.split('\n').map((l) => l.split(/\s+/).slice(5).join(' ')).filter((f) => f.endsWith('.node')))]
     } catch {

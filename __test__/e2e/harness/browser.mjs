@@ -5,8 +5,9 @@
  * `{executablePath, installedMs?, how}` or `{skip: reason}` — it never throws for a
  * machine that cannot have a browser; the caller skips with that reason, printed. Order:
  * `DSH_E2E_CHROMIUM` (an explicit binary), Debian's `/usr/bin/chromium`, then
- * `apt-get install chromium fonts-noto-cjk` (as root, or through `sudo -n`; `apt-get update`
- * first; waits up to 10 min for the dpkg lock another process holds), and only when apt
+ * `apt-get install chromium fonts-noto-cjk` (only when running as root, never through sudo, and
+ * saying so first; `apt-get update` first; waits up to 10 min for the dpkg lock another process
+ * holds; as any other user the skip reason is the command that enables the suite), and only when apt
  * cannot install it, another Chromium-family binary already on the machine (an Ubuntu CI
  * runner ships Google Chrome; Ubuntu's `chromium` package is a snap stub that cannot install
  * in a container). Progress and the cold install time go to stderr.
@@ -35,12 +36,13 @@ function works (/** @type {string} */ bin) {
   return r.status === 0 && /chrom/i.test(r.stdout)
 }
 
-/** Run apt-get as root (directly or through passwordless sudo); returns the failure text or undefined. */
+const INSTALL = 'sudo apt-get install -y --no-install-recommends chromium fonts-noto-cjk'
+
+/** Run apt-get, as root only; returns the failure text or undefined. */
 function aptGet (/** @type {string[]} */ args) {
-  const root = process.getuid?.() === 0
-  if (!root && spawnSync('sudo', ['-n', 'true']).status !== 0) return 'not root and no passwordless sudo, so apt-get cannot run'
-  const aptArgs = ['-o', 'DPkg::Lock::Timeout=600', ...args]
-  const [cmd, argv] = root ? ['apt-get', aptArgs] : ['sudo', ['-n', 'apt-get', ...aptArgs]]
+  if (process.getuid?.() !== 0) return `Chromium is not installed and only root may install it; to enable the browser suite: ${INSTALL}`
+  const cmd = 'apt-get'
+  const argv = ['-o', 'DPkg::Lock::Timeout=600', ...args]
   const r = spawnSync(cmd, argv, {
     encoding: 'utf8', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }, stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 << 20,
   })
@@ -57,7 +59,7 @@ export function ensureChromium () {
   let why
   if (spawnSync('apt-get', ['--version']).status !== 0) why = 'apt-get is not available'
   if (!why) {
-    log('installing chromium with apt-get (cold, once per machine)')
+    log(process.getuid?.() === 0 ? 'running as root: installing chromium and fonts-noto-cjk with apt-get (after apt-get update; once per machine)' : 'chromium is missing and this user is not root')
     const t0 = performance.now()
     why = aptGet(['update', '-q']) ?? aptGet(['install', '-y', '-q', '--no-install-recommends', 'chromium', 'fonts-noto-cjk'])
     const installedMs = Math.round(performance.now() - t0)

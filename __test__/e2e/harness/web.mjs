@@ -28,7 +28,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ensureHost } from './install.mjs'
-import { bootFile, hostEnv, installBundles, runBoot, toPatchList } from './host.mjs'
+import { hostEnv, installBundles, runBoot, toPatchList } from './host.mjs'
+import { bootScript, dshPackageOf } from '../../../bin/host/launch.mjs'
 
 const READY_LINE = /dsh web: (http:\/\/127\.0\.0\.1:\d+)/
 
@@ -62,7 +63,7 @@ export async function startWebHost ({ baseUrl, bundles = [], patchRows = [], env
     writeFileSync(patchFiles[0], JSON.stringify(toPatchList(rows), null, 2) + '\n') // JSON is YAML
   }
   const spec = { mode: 'boot', profile, patchFiles, args: ['--host', '127.0.0.1', '--port', '0', '--no-open'] }
-  const child = spawn(node22, [bootFile(hostDir), JSON.stringify(spec)], { cwd, env: fullEnv, detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(node22, [bootScript, JSON.stringify({ ...spec, dshPackage: dshPackageOf(hostDir) })], { cwd, env: fullEnv, detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
   let stdout = ''
   let stderr = ''
   /** @type {Promise<{code: number | null, signal: string | null}>} */

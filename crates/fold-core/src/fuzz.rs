@@ -158,4 +158,23 @@ pub fn zstd(data: &[u8]) {
     if let Err(e) = zstd::decode_frames(data) {
         assert_eq!(e.code(), "INVALID_ARGUMENT", "{e}");
     }
+    // The torn-tail reader (what the CLI reads logs with): its frame boundaries lie in its text,
+    // in order, and a torn frame starts inside the input.
+    match zstd::decode_log(data) {
+        Ok(log) => {
+            assert!(
+                log.frame_ends.windows(2).all(|w| w[0] <= w[1]),
+                "frame ends out of order"
+            );
+            assert!(
+                log.frame_ends.last().is_none_or(|&end| end <= log.text.len()),
+                "a frame ends past the text"
+            );
+            if let Some(t) = log.torn {
+                assert!(t.byte < data.len(), "a torn frame starts past the input");
+                assert_eq!(t.frame, log.frame_ends.len(), "the torn frame is the last one");
+            }
+        }
+        Err(e) => assert_eq!(e.code(), "INVALID_ARGUMENT", "{e}"),
+    }
 }

@@ -1,0 +1,221 @@
+/**
+ * `dsh-fold doctor` against a real installed host: the host as the README installs it (pnpm,
+ * rc.8, the HMR override; __test__/helpers/readme-host.mjs) and, for the launcher's ✗, the host
+ * as a plain npm install gets it (the e2e cache's, with HMR 1.0.19). Each DSH home is made the
+ * way a user makes it: `dsh plugin --profile headless add <dsh-fold's packed tarballs>` (the
+ * host's own plugin manager, pnpm), plus the README's HMR row in `$DSH_HOME/cordis.patch.yml`.
+ *
+ * One healthy profile (every check ✓, exit 0), then one broken on purpose per check, each
+ * asserting its ✗, the fix it prints, and exit 1; and doctor writes nothing anywhere.
+ */
+import assert from 'node:assert/strict'
+import { execFileSync, spawnSync } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { appendFileSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { after, before, describe, test } from 'node:test'
+import { fileURLToPath } from 'node:url'
+
+const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
+const BIN = path.join(ROOT, 'bin', 'dsh-fold.mjs')
+const SKIP = process.env.DSH_FOLD_SKIP_E2E ? 'DSH_FOLD_SKIP_E2E is set: doctor checks a real installed DSH host' : false
+const HMR_ROW = "- insert:\n    - id: launcher-hmr\n      name: '@deepseek-ai/cordis-plugin-hmr'\n      config: { root: [] }\n"
+
+/** Every file under `dir` with its hash and mtime (symlinks by target), for "writes nothing". @param {string} dir */
+function snapshot(dir) {
+  /** @type {Record<string, string>} */
+  const out = {}
+  for (const rel of readdirSync(dir, { recursive: true }).map(String).filter((r) => !r.includes('node_modules')).sort()) {
+    const st = statSync(path.join(dir, rel), { throwIfNoEntry: false })
+    if (!st) continue
+    out[rel] = st.isDirectory() ? 'dir' : `${createHash('sha256').update(readFileSync(path.join(dir, rel))).digest('hex')} ${st.mtimeMs}`
+  }
+  return out
+}
+
+describe('dsh-fold doctor on a real installed host', { skip: SKIP }, () => {
+  /** @type {ReturnType<typeof import('./helpers/readme-host.mjs').ensureReadmeHost>} */
+  let readme
+  /** @type {{node22: string, hostDir: string}} */
+  let npmHost
+  /** @type {{root: string, platform: string}} */
+  let tarballs
+  /** @type {string} */
+  let tmp
+  /** @type {string} */
+  let healthy
+  /** The PATH a README user has: Node 22, the host's bin, pnpm, then the system's. */
+  let userPath = ''
+
+  before(async () => {
+    const { ensureReadmeHost } = await import('./helpers/readme-host.mjs')
+    const { ensureHost } = await import('./e2e/harness/install.mjs')
+    const { pack } = await import('../scripts/pack.mjs')
+    readme = ensureReadmeHost()
+    npmHost = ensureHost()
+    tmp = mkdtempSync(path.join(tmpdir(), 'dsh-fold-doctor-'))
+    tarballs = pack(path.join(tmp, 'pack'))
+    userPath = [path.dirname(readme.node22), readme.hostBin, path.dirname(readme.pnpm), process.env.PATH].join(path.delimiter)
+    healthy = makeHome('healthy')
+  }, { timeout: 600_000 })
+  after(() => rmSync(tmp, { recursive: true, force: true }))
+
+  /** A DSH home with profile headless, dsh-fold added by the host's own `dsh plugin add`, and the README's HMR row. @param {string} name */
+  function makeHome(name) {
+    const dshHome = path.join(tmp, name, '.dsh')
+    mkdirSync(dshHome, { recursive: true })
+    writeFileSync(path.join(dshHome, 'cordis.patch.yml'), HMR_ROW)
+    execFileSync('dsh', ['plugin', '--profile', 'headless', 'add', tarballs.root, tarballs.platform], {
+      env: { ...process.env, HOME: path.join(tmp, name), DSH_HOME: dshHome, PATH: userPath, npm_config_store_dir: readme.storeDir },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    })
+    return dshHome
+  }
+
+  /** A copy of the healthy home to break. @param {string} name */
+  function copyHome(name) {
+    const to = path.join(tmp, name, '.dsh')
+    mkdirSync(path.dirname(to), { recursive: true })
+    cpSync(healthy, to, { recursive: true, verbatimSymlinks: true })
+    return to
+  }
+
+  /**
+   * Runs doctor; returns {code, checks (by id), stdout}.
+   * @param {string} dshHome @param {{path?: string, env?: Record<string, string | undefined>, args?: string[]}} [options]
+   */
+  function doctor(dshHome, { path: PATH = userPath, env = {}, args = [] } = {}) {
+    const full = { ...process.env, HOME: path.dirname(dshHome), DSH_HOME: dshHome, PATH, ...env }
+    for (const [k, v] of Object.entries(env)) if (v === undefined) delete full[k]
+    delete full.DSH_TOOLS_MODE
+    if (env.DSH_TOOLS_MODE) full.DSH_TOOLS_MODE = env.DSH_TOOLS_MODE
+    const text = spawnSync(process.execPath, [BIN, 'doctor', ...args], { env: full, encoding: 'utf8' })
+    const json = spawnSync(process.execPath, [BIN, 'doctor', '--json', ...args], { env: full, encoding: 'utf8' })
+    assert.equal(text.status, json.status, `text and --json agree on the exit\n${text.stdout}${text.stderr}`)
+    const report = JSON.parse(json.stdout)
+    return { code: text.status, stdout: text.stdout, stderr: text.stderr, report, checks: Object.fromEntries(report.checks.map((/** @type {any} */ c) => [c.id, c])) }
+  }
+
+  /** Asserts one ✗ (and that the rest is as healthy as the case allows). @param {ReturnType<typeof doctor>} r @param {string} id @param {RegExp} label @param {RegExp} [fix] */
+  function failsOnly(r, id, label, fix) {
+    assert.equal(r.code, 1, r.stdout)
+    assert.equal(r.checks[id].ok, false, `${id} should fail:\n${r.stdout}`)
+    assert.match(r.checks[id].label, label)
+    if (fix) assert.match(r.checks[id].fix ?? '', fix)
+    assert.match(r.stdout, new RegExp(`^✗ .*\\n(    fix: .*\\n)*`, 'm'))
+    if (fix) assert.ok(r.stdout.includes(`    fix: ${r.checks[id].fix.split('\n')[0]}`), `the text shows the fix under the ✗:\n${r.stdout}`)
+  }
+
+  test('a healthy profile: every check ✓, exit 0, and doctor writes nothing', () => {
+    const before = snapshot(path.dirname(healthy))
+    const r = doctor(healthy)
+    assert.equal(r.code, 0, r.stdout + r.stderr)
+    assert.equal(r.report.ok, true)
+    assert.deepEqual(r.report.checks.map((/** @type {any} */ c) => c.id), ['node', 'host', 'launcher', 'profile', 'bundle', 'rows', 'block', 'preset', 'store', 'addon'])
+    for (const c of r.report.checks) assert.equal(c.ok, true, `${c.id}: ${c.label}`)
+    assert.match(r.stdout, /^dsh-fold doctor: profile headless in /)
+    assert.match(r.stdout, /✓ Node v22\./)
+    assert.match(r.stdout, /✓ host @deepseek-ai\/dsh 0\.1\.0-rc\.8 at .* \(`dsh` on PATH/)
+    assert.match(r.stdout, /✓ launcher: `dsh --profile headless` can start \(@deepseek-ai\/cordis-plugin-hmr 1\.0\.17 with registerConfig; HMR row launcher-hmr mounted at boot\)/)
+    assert.match(r.stdout, /✓ rows: tool-checkpoint, tool-rewind, tool-recall, block-ui/)
+    assert.match(r.stdout, /✓ addon: .*dsh-fold-linux-x64-gnu.*\.node loads/)
+    assert.match(r.stdout, /10 of 10 checks pass\n$/)
+    assert.deepEqual(snapshot(path.dirname(healthy)), before, 'doctor wrote nothing')
+  })
+
+  test('node ✗: an older Node first on PATH (the test runner\'s)', (t) => {
+    const major = Number(process.versions.node.split('.')[0])
+    if (major >= 22) return t.skip(`the test runner's Node is ${process.version}; this case needs one older than 22 first on PATH`)
+    const r = doctor(healthy, { path: [path.dirname(process.execPath), userPath].join(path.delimiter) })
+    failsOnly(r, 'node', new RegExp(`Node ${process.version.replace(/\./g, '\\.')} at .*: the host and block mode need Node >= 22`), /npm install --prefix ~\/\.dsh-host --no-fund --no-audit node@22 pnpm@10/)
+  })
+
+  test('host ✗: no `dsh` on PATH and no host linked from the DSH home', () => {
+    const bare = path.join(tmp, 'no-host', '.dsh')
+    mkdirSync(bare, { recursive: true })
+    const r = doctor(bare, { path: [path.dirname(readme.node22), process.env.PATH].join(path.delimiter) })
+    failsOnly(r, 'host', /no DSH host \(@deepseek-ai\/dsh\) found/, /pnpm add @deepseek-ai\/dsh@0\.1\.0-rc\.8/)
+    assert.equal(r.checks.profile.ok, false)
+  })
+
+  test('launcher ✗: HMR 1.0.19 (a plain npm install of the host), and no HMR row', () => {
+    const npmPath = [path.dirname(npmHost.node22), path.join(npmHost.hostDir, 'node_modules', '.bin'), process.env.PATH].join(path.delimiter)
+    const r = doctor(healthy, { path: npmPath })
+    failsOnly(r, 'launcher', /stops at start \("user patch-layer watching requires the Cordis HMR service"\): @deepseek-ai\/cordis-plugin-hmr 1\.0\.19 has no registerConfig/, /npm install --legacy-peer-deps --ignore-scripts @deepseek-ai\/cordis-plugin-hmr@1\.0\.17/)
+    const noRow = copyHome('no-hmr-row')
+    rmSync(path.join(noRow, 'cordis.patch.yml'))
+    const r2 = doctor(noRow)
+    failsOnly(r2, 'launcher', /no HMR row is mounted at boot/, /printf .*launcher-hmr.* >> ~\/\.dsh\/cordis\.patch\.yml/)
+    // The fix, run as printed, fixes it.
+    execFileSync('sh', ['-c', r2.checks.launcher.fix], { env: { ...process.env, HOME: path.dirname(noRow) } })
+    assert.equal(doctor(noRow).code, 0)
+  })
+
+  test('profile ✗ and bundle ✗: a profile that does not exist; one without dsh-fold; dsh-fold not listed', async () => {
+    const r = doctor(healthy, { args: ['--profile', 'nope'] })
+    failsOnly(r, 'profile', /no profile nope in /, /dsh plugin --profile nope add dsh-fold/)
+    assert.equal(r.checks.bundle.ok, false)
+    const bare = copyHome('bare-profile')
+    const { hostEnv, initProfile } = await import('../bin/host/launch.mjs')
+    await initProfile({ node22: readme.node22, dshPackage: readme.dshPackage, profile: 'work', env: hostEnv({ dshHome: bare }), cwd: bare })
+    failsOnly(doctor(bare, { args: ['--profile', 'work'] }), 'bundle', /dsh-fold is not installed in profile work/, /npm run pack && dsh plugin --profile work add \.\/target\/pack\/\*\.tgz/)
+    const unlisted = copyHome('unlisted')
+    const manifestFile = path.join(unlisted, 'profiles', 'headless', 'package.json')
+    const manifest = JSON.parse(readFileSync(manifestFile, 'utf8'))
+    manifest.dsh.profile.bundles = manifest.dsh.profile.bundles.filter((/** @type {string} */ b) => b !== 'dsh-fold')
+    writeFileSync(manifestFile, JSON.stringify(manifest, null, 2))
+    failsOnly(doctor(unlisted), 'bundle', /installed in profile headless but not listed in its dsh\.profile\.bundles/, /dsh plugin --profile headless add dsh-fold/)
+  })
+
+  test('rows ✗: a row disabled in the profile\'s own patch', () => {
+    const home = copyHome('disabled-row')
+    writeFileSync(path.join(home, 'profiles', 'headless', 'cordis.patch.yml'), '- id: tool-recall\n  disabled: true\n')
+    failsOnly(doctor(home), 'rows', /rows missing from profile headless: tool-recall \(dsh-fold\/recall\) disabled/, /remove the `disabled: true` of tool-recall/)
+  })
+
+  test('block ✗: block mode\'s row on without DSH_TOOLS_MODE=both; ✓ with it', () => {
+    const home = copyHome('block')
+    appendFileSync(path.join(home, 'cordis.patch.yml'), '- insert:\n    - id: block-mode\n      name: dsh-fold/block\n')
+    const off = doctor(home)
+    failsOnly(off, 'block', /block mode's row block-mode is on but the host will not run it: DSH_TOOLS_MODE is not set/, /export DSH_TOOLS_MODE=both/)
+    assert.match(off.checks.rows.label, /block-mode \(block mode\)/)
+    const on = doctor(home, { env: { DSH_TOOLS_MODE: 'both' } })
+    assert.equal(on.code, 0, on.stdout)
+    assert.match(on.checks.block.label, /block mode: row block-mode, Code Mode runtime code-runtime, tools presented as both \(DSH_TOOLS_MODE=both\)/)
+  })
+
+  test('preset ✗: the block-ptc preset edited after dsh-fold wrote it; ✓ when installed as written', () => {
+    const home = copyHome('preset')
+    const env = { ...process.env, DSH_HOME: home, PATH: userPath }
+    execFileSync(process.execPath, [BIN, 'preset', 'install', '--profile', 'headless'], { env, stdio: ['ignore', 'ignore', 'pipe'] })
+    const good = doctor(home)
+    assert.equal(good.code, 0, good.stdout)
+    assert.match(good.checks.preset.label, /installed by dsh-fold 0\.1\.0, matches the host's code preset/)
+    appendFileSync(path.join(home, '.agent-presets', 'block-ptc', 'preset.yml'), '# my edit\n')
+    failsOnly(doctor(home), 'preset', /edited since dsh-fold wrote it \(preset\.yml \(edited\)\)/, /dsh-fold preset install --force/)
+  })
+
+  test('store ✗: a checkpoint store that is not JSON; ✓ with its marks and journal size', async () => {
+    const { addon } = await import('../plugin/shared/addon.js')
+    const home = copyHome('store')
+    const store = path.join(home, 'storages', 'checkpoint.json')
+    await addon.mark(store, 'session-a', 4, 'look around')
+    await addon.mark(store, 'session-b', 9)
+    const good = doctor(home)
+    assert.equal(good.code, 0, good.stdout)
+    assert.match(good.checks.store.label, /checkpoint\.json: 2 marks \(2 active\), journal \d[\d,]* bytes/)
+    writeFileSync(store, '{"unit":')
+    rmSync(`${store}.journal`, { force: true })
+    failsOnly(doctor(home), 'store', /cannot be read: STORE_CORRUPT: /, /mv .*checkpoint\.json .*checkpoint\.json\.bad/)
+  })
+
+  test('addon ✗: the profile\'s platform package removed', () => {
+    const home = copyHome('addon')
+    const modules = path.join(home, 'profiles', 'headless', 'node_modules')
+    for (const name of readdirSync(modules)) if (name.startsWith('dsh-fold-')) rmSync(path.join(modules, name), { recursive: true, force: true })
+    const pnpmStore = path.join(modules, '.pnpm')
+    for (const name of readdirSync(pnpmStore, { withFileTypes: true })) if (name.name.startsWith('dsh-fold-linux')) rmSync(path.join(pnpmStore, name.name), { recursive: true, force: true })
+    failsOnly(doctor(home), 'addon', /addon: the profile's dsh-fold has no binary that loads on linux-x64/, /dsh plugin --profile headless add dsh-fold/)
+  })
+})

@@ -1,0 +1,175 @@
+// @ts-check
+/**
+ * @module bin/transcript
+ * What `dsh-fold try` prints: a session's log turned, event by event, into what the model did —
+ * its text, each tool call and what came back (sub-calls of a program indented under it), each
+ * fold (the mark, what it replaced, the report the model reads from then on), each block summary,
+ * and the answer. Fed the log's events as they appear (`add`), it prints each event once, so
+ * the same object follows a live session through repeated reads. `summary()` is the run in
+ * numbers, `--json`'s shape.
+ */
+
+/** The text blocks of a message's content, joined. @param {any[]} content */
+const textOf = (content) => (Array.isArray(content) ? content.filter((b) => b?.type === 'text').map((b) => b.text).join('') : '')
+
+/** One line, cut to `max` chars. @param {string} s @param {number} [max] */
+const line = (s, max = 150) => {
+  const one = String(s).replace(/\s+/g, ' ').trim()
+  return one.length > max ? `${one.slice(0, max - 1)}…` : one
+}
+
+/** A tool call's arguments, compact. @param {unknown} args */
+function argsOf(args) {
+  let value = args
+  if (typeof args === 'string') {
+    try {
+      value = JSON.parse(args)
+    } catch {
+      return line(args, 120)
+    }
+  }
+  if (value && typeof value === 'object') {
+    const o = /** @type {Record<string, unknown>} */ (value)
+    if (typeof o.command === 'string') return `$ ${line(o.command, 110)}`
+    if (typeof o.code === 'string') return `[${Array.isArray(o.ids) ? o.ids.join(', ') : ''}] ${line(String(o.description ?? ''), 100)}`
+  }
+  return line(JSON.stringify(value), 120)
+}
+
+/** What a tool result says, in one line. @param {string} text @param {boolean} isError */
+function resultOf(text, isError) {
+  const lines = text.split('\n').filter((l) => l.trim())
+  if (isError) return `error: ${line(lines[0] ?? '', 140)}`
+  if (lines.length <= 1) return line(lines[0] ?? '(empty)', 140)
+  return `${lines.length} lines: ${line(lines[0], 110)}`
+}
+
+export class Transcript {
+  /** @param {{color?: boolean, reportLines?: number}} [options] */
+  constructor({ reportLines = 16 } = {}) {
+    this.reportLines = reportLines
+    /** The next seq to print. */
+    this.next = 0
+    /** @type {Map<string, string>} call id → tool name */
+    this.callNames = new Map()
+    /** @type {Array<{name: string, args: string, result?: string, isError?: boolean, sub?: boolean}>} */
+    this.calls = []
+    /** @type {Array<{kind: 'fold' | 'block', markId?: number, ids?: string[], replaced: number, seqs: [number, number], reportChars: number, report: string}>} */
+    this.folds = []
+    /** @type {string | null} */
+    this.answer = null
+    /** @type {string | null} */
+    this.turnEnd = null
+    this.requests = 0
+    /** @type {any} the latest compaction/summary, for the block commit's replacement */
+    this.pendingSummary = null
+  }
+
+  /**
+   * Takes the log's events (all of them, or any prefix); returns the lines for the events not
+   * seen before.
+   * @param {any[]} events
+   * @returns {string[]}
+   */
+  add(events) {
+    const out = []
+    for (; this.next < events.length; this.next++) out.push(...this.event(events[this.next]))
+    return out
+  }
+
+  /** @param {any} e @returns {string[]} */
+  event(e) {
+    const d = e.data ?? {}
+    switch (e.type) {
+      case 'assistant/message': {
+        this.requests++
+        const out = []
+        const content = d.message?.content ?? []
+        const text = textOf(content)
+        const calls = content.filter((/** @type {any} */ b) => b?.type === 'tool-call')
+        if (text.trim()) {
+          if (calls.length === 0) this.answer = text
+          out.push(calls.length === 0 ? `answer: ${text.trim().split('\n').join('\n        ')}` : `model: ${line(text, 160)}`)
+        }
+        for (const c of calls) {
+          this.callNames.set(c.id, c.name)
+          this.calls.push({ name: c.name, args: argsOf(c.arguments) })
+          out.push(`  → ${c.name} ${argsOf(c.arguments)}`)
+        }
+        return out
+      }
+      case 'tool/result': {
+        const out = []
+        for (const block of d.message?.content ?? []) {
+          if (block?.type !== 'tool-result') continue
+          const name = this.callNames.get(block.toolCallId) ?? 'tool'
+          const text = textOf(block.content)
+          const call = [...this.calls].reverse().find((c) => c.name === name && c.result === undefined && !c.sub)
+          if (call) Object.assign(call, { result: resultOf(text, Boolean(block.isError)), isError: Boolean(block.isError) })
+          out.push(`  ← ${name}: ${resultOf(text, Boolean(block.isError))}`)
+        }
+        return out
+      }
+      case 'tool/code-dispatch': {
+        const text = textOf(d.content)
+        this.calls.push({ name: d.name, args: argsOf(d.arguments), result: resultOf(text, Boolean(d.isError)), isError: Boolean(d.isError), sub: true })
+        return [`      · ${d.name} ${argsOf(d.arguments)} ← ${resultOf(text, Boolean(d.isError))}`]
+      }
+      case 'compaction/summary':
+        this.pendingSummary = d
+        return []
+      case 'user/message': {
+        const source = d.source ?? {}
+        const text = textOf(d.content)
+        const seqs = (e.sourceEventSeqs ?? []).filter((/** @type {number} */ s) => typeof s === 'number')
+        if (source.kind === 'plugin' && source.plugin === 'rewind' && e.surfaceOp?.op === 'replace') {
+          const fold = { kind: /** @type {const} */ ('fold'), markId: source.markId, replaced: seqs.length, seqs: /** @type {[number, number]} */ ([e.surfaceOp.start, e.surfaceOp.end]), reportChars: text.length, report: text }
+          this.folds.push(fold)
+          return [`  ⤷ fold of mark ${fold.markId}: ${fold.replaced} surface nodes (seq ${fold.seqs[0]}..${fold.seqs[1]}) replaced by a ${fold.reportChars}-char report; the model reads from now on:`, ...this.quote(text)]
+        }
+        const ptc = source.blockPtc ?? d.blockPtc
+        if (e.surfaceOp?.op === 'replace' && ptc) {
+          const summary = this.pendingSummary
+          this.pendingSummary = null
+          const closed = ptc.closed ?? []
+          const fold = { kind: /** @type {const} */ ('block'), ids: closed, replaced: summary?.shadowedSeqs?.length ?? seqs.length, seqs: /** @type {[number, number]} */ ([e.surfaceOp.start, e.surfaceOp.end]), reportChars: text.length, report: text }
+          this.folds.push(fold)
+          return [`  ⤷ block summary closing [${closed.join(', ')}]: ${fold.replaced} messages (seq ${fold.seqs[0]}..${fold.seqs[1]}${summary ? `, ~${summary.shadowedTokenCount} tokens` : ''}) replaced; the model reads from now on:`, ...this.quote(text)]
+        }
+        if (e.surfaceOp?.op === 'replace') {
+          const summary = this.pendingSummary
+          this.pendingSummary = null
+          return [`  ⤷ the host replaced seq ${e.surfaceOp.start}..${e.surfaceOp.end} (${summary?.shadowedSeqs?.length ?? seqs.length} messages${summary ? `, ~${summary.shadowedTokenCount} tokens` : ''}) with a ${text.length}-char ${source.plugin === 'compact' ? 'compaction summary' : 'replacement'}`]
+        }
+        return []
+      }
+      case 'turn/end': {
+        const reason = d.reason ?? {}
+        this.turnEnd = reason.kind ?? 'unknown'
+        return reason.kind === 'completed' ? [] : [`turn ended: ${reason.kind}${reason.error ? ` (${reason.error.code ?? ''} ${line(reason.error.message ?? '', 200)})` : ''}`]
+      }
+      default:
+        return []
+    }
+  }
+
+  /** A report, indented, cut after `reportLines` lines. @param {string} text */
+  quote(text) {
+    const lines = text.trimEnd().split('\n')
+    const shown = lines.slice(0, this.reportLines).map((l) => `    │ ${l}`)
+    if (lines.length > this.reportLines) shown.push(`    │ … (${lines.length - this.reportLines} more lines)`)
+    return shown
+  }
+
+  /** The run in numbers. */
+  summary() {
+    return {
+      requests: this.requests,
+      toolCalls: this.calls.length,
+      failedCalls: this.calls.filter((c) => c.isError).length,
+      folds: this.folds.map(({ report, ...f }) => ({ ...f, reportFirstLine: report.split('\n')[0] })),
+      answer: this.answer,
+      turnEnd: this.turnEnd,
+    }
+  }
+}
