@@ -530,6 +530,19 @@ describe("recall's regex engine as the addon ships it", () => {
     assert.deepEqual(lines('/ошибка/i'), [[2, 0, 0, 6]])
   })
 
+  it("folds case by Unicode's simple case folding from its own table, before a class is negated", () => {
+    const folded = ['KELVIN \u212A and long \u017F', 'ΣΊΣΥΦΟΣ ς', 'A', 'b']
+    const found = (/** @type {string} */ q) => Array.from(addon.recallSearch(folded, q).hits)
+    // The Kelvin sign folds with k, the long s with s, final sigma with Σ and σ (the regex crate's folding).
+    assert.deepEqual(found('/\u{212A}/i'), [0, 0, 0, 1])
+    assert.deepEqual(found('long s'), [0, 0, 13, 19])
+    assert.deepEqual(found('σ'), [1, 0, 0, 1])
+    // [^a] under the i flag names neither a nor A.
+    assert.deepEqual(found('/^[^a]$/i'), [3, 0, 0, 1])
+    // An inline (?i) is refused with what to write instead.
+    assert.throws(() => addon.recallSearch(folded, '/(?i)abc/'), (e) => /** @type {any} */ (e).code === 'INVALID_ARGUMENT' && /\(\/pattern\/i\)/.test(/** @type {any} */ (e).message))
+  })
+
   it('refuses script and category classes, which the binary leaves out, as a coded bad query', () => {
     for (const query of ['/\\p{Han}/', '/\\p{Greek}/', '/\\p{Lu}/']) {
       assert.throws(() => addon.recallSearch(texts, query), (e) => /** @type {any} */ (e).code === 'INVALID_ARGUMENT' && /is not valid/.test(/** @type {any} */ (e).message), query)
