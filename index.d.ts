@@ -14,16 +14,26 @@ export interface StoreOptions {
 }
 
 /**
- * The session side of a fold, called on the JS thread. `rewind` calls `snapshot` once (and, when
- * the store is in memory, before it returns its promise) with the fold's anchor (the mark's log
- * length: a node no fold from it can reach may carry 0 chars); `summarize` up to
- * `maxSummarizationRetries + 1` times, and what it returns is awaited as `await` does (a
- * promise, any thenable, or the reply itself; a thenable's first callback counts); `commit` at most
- * once, and it must run synchronously: re-snapshot, check `planMatches(plan, snapshot)`, and
- * append the replacement only when it holds. Callbacks are called with the host as `this`.
+ * The session side of a fold, called on the JS thread.
+ *
+ * The surface: a host with a session mirror hands it over as `mirror` (in step with the session
+ * when `rewind` is called) and names the rewind call's assistant message as `current`; the region
+ * is then read off the mirror with no callback. `snapshot(anchor)` is called instead when there is
+ * no `mirror`, or when the fold had to wait for its mark (the session may have moved): it returns
+ * the mirror brought back in step, or a snapshot (the fold's anchor is the mark's log length: a
+ * node no fold from it can reach may carry 0 chars).
+ *
+ * `summarize` is called up to `maxSummarizationRetries + 1` times, and what it returns is awaited
+ * as `await` does (a promise, any thenable, or the reply itself; a thenable's first callback
+ * counts); `commit` at most once, and it must run synchronously: check `planMatches(plan, ...)`
+ * on the surface as it is now (when the log grew since the selection), and append the
+ * replacement only when it holds. The fold's promise settles once `commit` answered
+ * `committed`; the mark's durable stamp follows. Callbacks are called with the host as `this`.
  */
 export interface RewindHost {
-  snapshot(anchor: number): Uint32Array
+  mirror?: SessionMirror
+  current?: number
+  snapshot(anchor: number): Uint32Array | SessionMirror
   summarize(region: FoldRegion, attempt: number): PromiseLike<string | SummaryReply> | string | SummaryReply
   commit(plan: FoldPlan): 'committed' | 'changed'
 }
@@ -81,6 +91,21 @@ export interface CompactionParams {
 }
 
 /**
+ * What `planCompaction` needs beside the session's mirror (which does not keep it): the active
+ * checkpoint marks' anchors (log lengths); per surface node in model order, 0 or 1 + a work
+ * node's fact chars (`ReportFacts.factChars`), or an empty array; and `(seq, chars, core)` of
+ * each earlier checkpoint of ours on the surface (what a later checkpoint carries of it, and its
+ * core: its carried reports as pointers); the seqs of plugin notes.
+ */
+export interface CompactionOverlay {
+  anchors: Uint32Array
+  facts: Uint32Array
+  ours: Uint32Array
+  /** Seqs of the injected messages that are a plugin's transient notes (work, not words to carry). */
+  notes: Uint32Array
+}
+
+/**
  * Which binding artifact the generated loader actually loaded: `'native'` for
  * a native addon, otherwise the `platformArchABI` of the WASI flavor. Every
  * flavor napi-rs can build is listed, because `NAPI_RS_NATIVE_LIBRARY_PATH`
@@ -99,6 +124,84 @@ export declare class ReportFacts {
   get factChars(): number
 }
 
+/** One session's mirror. */
+export declare class SessionMirror {
+  /** The mirror of an empty session. */
+  constructor()
+  /**
+   * Describes the next events of the log: `words[0..length]` (all of `words` when `length` is
+   * absent) holds one record after another (format: `crates/fold-core/src/mirror.rs`). A record
+   * out of step throws `INVALID_ARGUMENT` and leaves the mirror broken until rebuilt.
+   */
+  push(words: Uint32Array, length?: number | undefined | null): void
+  /**
+   * Rebuilds the surface index from a description of the surface as it is now (the load
+   * format). The log index is unknown until `loadLog`.
+   */
+  load(words: Uint32Array): void
+  /**
+   * Learns the log index of a loaded mirror: the open `compaction/start` (or `0xFFFFFFFF`) and
+   * every replacement's record, in log order.
+   */
+  loadLog(openCompaction: number, words: Uint32Array): void
+  /** Forgets everything: the mirror of an empty session again. */
+  reset(): void
+  /** Interns a list of block ids (exact UTF-16): the set word a record carries (0 for none). */
+  intern(ids: string[]): number
+  /**
+   * Whether the mirror describes a log of `eventCount` events whose surface had
+   * `generation` replaces: 0 in step, 1 behind (events to describe), 2 out of step (broken,
+   * ahead, or another generation: rebuild it). One call for the check made before every
+   * answer.
+   */
+  step(eventCount: number, generation: number): number
+  /** The log length the mirror describes. */
+  get eventCount(): number
+  /** Replaces applied (DSH's `surface.replaceGeneration` for the same log). */
+  get generation(): number
+  /** Why the mirror cannot answer until rebuilt, or `null`. */
+  get broken(): string | null
+  /** Whether the log index (open compaction, replacements) is known. */
+  get logKnown(): boolean
+  /**
+   * The seq of the `compaction/start` holding DSH's compaction lock now (no `compaction/end`
+   * nor `session/end-seed` after it), or `null`. Throws while the log index is unknown
+   * (`loadLog` first).
+   */
+  openCompaction(): number | null
+  /** Surface nodes. */
+  get length(): number
+  /** The surface's token price (when every node is priced) and chars. */
+  surfacePrice(): NodesPrice
+  /** The price of the described events `seqs`. */
+  price(seqs: Uint32Array): NodesPrice
+  /**
+   * The seq of the rewind report of `markId` on the surface appended at or after `anchor`, if
+   * any, and the tokens its fold freed (its sources' price minus its own), when priced.
+   */
+  reportOf(markId: number, anchor: number): { seq: number, tokensFreed?: number } | null
+  /**
+   * The session's replacements, in log order (recall's listing); `null` while the log index is
+   * unknown (`loadLog`).
+   */
+  replacements(): Array<MirrorReplacement> | null
+  /**
+   * The original messages a fold or block summary stands for, in model order, nested folds and
+   * block summaries opened up (recall's rule); `null` when `seq` is no known replacement.
+   */
+  originals(seq: number): Uint32Array | null
+  /** The opener (assistant seq) of the call the tool result `seq` answers, when known. */
+  opener(seq: number): number | null
+  /** Approximate heap bytes the mirror holds. */
+  heapBytes(): number
+  /**
+   * A canonical description of everything a planner reads (tests compare two mirrors by it);
+   * `nodeIds: false` leaves out the nodes' block ids (a mirror rebuilt from its surface knows
+   * the ids a compaction covered only when block mode had every event described).
+   */
+  canonical(nodeIds?: boolean | undefined | null): string
+}
+
 /** What a summary of `closed` replaces right now. */
 export interface BlockCommitPlan {
   /** Seq of the first replaced surface node (the replace op's `start`). */
@@ -111,6 +214,13 @@ export interface BlockCommitPlan {
   remaining: string[]
   /** The targets, in request order. */
   closed: string[]
+  /** With a session mirror: the replaced nodes' model-visible chars. */
+  chars?: number
+  /**
+   * With a session mirror whose nodes a token meter priced: the replaced nodes' token price
+   * (the commit's shadow price).
+   */
+  tokens?: number
 }
 
 /** One item of the summary: a run of range positions and what becomes of it. */
@@ -313,10 +423,33 @@ export declare const MAX_BLOCK_ID_LENGTH: number
  */
 export declare const MAX_BLOCK_TARGETS: number
 
+/** One replacement of the session's history, as recall lists it. */
+export interface MirrorReplacement {
+  seq: number
+  /** `fold` (a rewind report), `block` (a block summary), `compaction`, or `rewrite`. */
+  kind: 'fold' | 'block' | 'compaction' | 'rewrite'
+  /** A fold's mark id. */
+  markId?: number
+  /** A block summary's closed ids. */
+  closed?: string[] | undefined
+  /** A block summary's carried ids. */
+  remaining?: string[] | undefined
+  /** The message events it cites, in its order. */
+  sources: Uint32Array
+}
+
 /** A mark as `mark` returns it: the id to fold to and the anchor. */
 export interface NewMark {
   id: number
   logLength: number
+}
+
+/** The token and char price of some nodes ([`SessionMirror::price`]). */
+export interface NodesPrice {
+  /** Model-visible chars (UTF-16 units) of the described nodes among them. */
+  chars: number
+  /** Their token price, when every one is described and priced by a token meter. */
+  tokens?: number
 }
 
 /**
@@ -332,22 +465,26 @@ export declare function openStore(store: StoreRef): Promise<void>
  * Plans a block summary of `targets` requested at log length `requestSeq`: what it replaces now,
  * or why it must wait. Pure and synchronous; writes nothing.
  */
-export declare function planBlockSummary(sessionId: string, snapshot: Uint32Array, targets: string[], requestSeq: number): BlockPlan
+export declare function planBlockSummary(sessionId: string, snapshot: SessionMirror | Uint32Array, targets: string[], requestSeq: number): BlockPlan
 
 /**
  * Plans a compaction: what it replaces and how its summary is made, or `null` when no useful
- * range exists. Pure and synchronous; writes nothing.
+ * range exists. Reads the session's mirror (with `overlay`) or a compaction snapshot. Pure and
+ * synchronous; writes nothing.
  */
-export declare function planCompaction(snapshot: Uint32Array, params: CompactionParams): CompactionPlan | null
+export declare function planCompaction(source: SessionMirror | Uint32Array, params: CompactionParams, overlay?: CompactionOverlay): CompactionPlan | null
 
 /**
  * The items and budget of an explicit range of surface positions `[start, end)` (DSH's
  * `compactRegion`). Pure and synchronous; writes nothing.
  */
-export declare function planCompactionRange(snapshot: Uint32Array, params: CompactionParams, start: number, end: number): CompactionPlan
+export declare function planCompactionRange(source: SessionMirror | Uint32Array, params: CompactionParams, start: number, end: number, overlay?: CompactionOverlay): CompactionPlan
 
-/** The commit-time check: does `snapshot` still select exactly `plan`'s region? */
-export declare function planMatches(plan: FoldPlan | FoldRegion, snapshot: Uint32Array): boolean
+/**
+ * The commit-time check: does the surface (a snapshot, or a session mirror with the same
+ * `current` as the selection) still select exactly `plan`'s region?
+ */
+export declare function planMatches(plan: FoldPlan | FoldRegion, surface: Uint32Array | SessionMirror, current?: number | null): boolean
 
 /** The lines of `texts` that match `query` (see the module contract). */
 export declare function recallSearch(texts: string[], query: string, maxHits?: number | null): RecallSearch
@@ -364,6 +501,11 @@ export interface RecallSearch {
 
 /** Reads one message (DSH's shape, as JSON) for `extractiveReportOf`. */
 export declare function reportFacts(messageJson: string): ReportFacts
+
+export interface ReportOf {
+  seq: number
+  tokensFreed?: number
+}
 
 /** Options of `extractiveReport`. */
 export interface ReportOptions {
@@ -396,6 +538,13 @@ export interface RewindOptions {
    * reason as `cause`, and nothing is written.
    */
   signal?: AbortSignal
+  /**
+   * Told when the mark's durable stamp keeps failing after the fold's result was given (the
+   * fold happened; the mark still reads active, and the next `rewind` finishes the stamp): an
+   * `Error` whose `code` is the store's (`STORE_IO`, ...). Without it the error is emitted as
+   * a process warning.
+   */
+  onStampError?: (error: Error & { code: string }) => void
 }
 
 /**
@@ -413,15 +562,14 @@ export interface RewindResult {
   reportChars: number
   /** Region tokens minus report tokens; present only when `summarize` priced both (`tokens`). */
   tokensFreed?: number
-  /**
-   * Present only when the report was committed but the mark could not be stamped folded: the
-   * fold happened, the mark still reads active, and the next `rewind` finishes the stamp.
-   */
-  stampError?: string
 }
 
-/** Region selection alone, synchronously: what a fold at `anchor` would replace right now. */
-export declare function selectRegion(snapshot: Uint32Array, anchor: number): FoldRegion
+/**
+ * Region selection alone, synchronously: what a fold at `anchor` would replace right now, on a
+ * snapshot or a session mirror. With a mirror, `current` is the seq of the assistant node
+ * carrying the rewind call (absent: inferred, as a snapshot's `NONE`).
+ */
+export declare function selectRegion(surface: Uint32Array | SessionMirror, anchor: number, current?: number | null): FoldRegion
 
 /** What `summarize` resolves to (or just the report string). */
 export interface SummaryReply {

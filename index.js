@@ -836,6 +836,7 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.ReportFacts = nativeBinding.ReportFacts
+module.exports.SessionMirror = nativeBinding.SessionMirror
 module.exports.compactStore = nativeBinding.compactStore
 module.exports.completeFold = nativeBinding.completeFold
 module.exports.decodeZstd = nativeBinding.decodeZstd

@@ -781,13 +781,47 @@ describe('rewind over a checkpoint service (the reference-shaped ctx.checkpoint)
     assert.equal(snapshots, 0)
   })
 
-  it('a completeFold that keeps failing does not fail the fold: the result carries stampError', async () => {
+  it('the fold settles once the commit appended: it does not wait for the stamp', async () => {
+    let asked = 0
+    // A completeFold that never answers: the fold's result must not depend on it.
+    const s = service({ completeFold: () => (asked++, new Promise(() => {})) })
+    const result = await fold.rewind(s, 's', host())
+    assert.deepEqual(result, { markId: 7, foldedNodes: 4, start: 3, end: 6, foldedChars: 40, reportChars: 6 })
+    assert.equal(asked, 1, 'the stamp was asked for when the fold settled')
+  })
+
+  it('a completeFold that keeps failing does not fail the fold: onStampError is told after the result', async () => {
     let tries = 0
     const s = service({ completeFold: async () => { tries++; throw new Error('storage down') } })
-    const result = await fold.rewind(s, 's', host())
-    assert.equal(result.markId, 7)
-    assert.match(result.stampError, /^STORE_IO: .*completeFold\(\) failed: storage down/)
+    const told = /** @type {any[]} */ ([])
+    const reported = new Promise((resolve) => {
+      fold.rewind(s, 's', host(), { onStampError: (/** @type {any} */ e) => resolve(told.push(e)) }).then((result) => told.push(result))
+    })
+    await reported
+    const [result, error] = told
+    assert.equal(result.markId, 7, 'the result came first')
+    assert.equal(result.stampError, undefined)
+    assert.ok(error instanceof Error && error.name === 'FoldError')
+    assert.equal(error.code, 'STORE_IO')
+    assert.match(error.message, /^STORE_IO: the report was committed but mark 7 could not be stamped folded \(checkpoint\.completeFold\(\) failed: storage down\); the next rewind finishes the stamp$/)
     assert.equal(tries, 3)
+  })
+
+  it('without onStampError, a stamp that keeps failing is a process warning', async () => {
+    const s = service({ completeFold: () => { throw new Error('disk full') } })
+    const warned = new Promise((resolve) => process.once('warning', resolve))
+    const result = await fold.rewind(s, 's', host())
+    const warning = /** @type {any} */ (await warned)
+    assert.equal(result.markId, 7)
+    assert.equal(warning.code, 'STORE_IO')
+    assert.match(warning.message, /mark 7 could not be stamped folded \(checkpoint\.completeFold\(\) failed: disk full\)/)
+  })
+
+  it('an onStampError that is no function is INVALID_ARGUMENT; one that throws loses nothing', async () => {
+    await assert.rejects(fold.rewind(service(), 's', host(), { onStampError: 'log it' }), isCoded('INVALID_ARGUMENT', /onStampError must be a function/))
+    const s = service({ completeFold: async () => { throw new Error('down') } })
+    const result = await fold.rewind(s, 's', host(), { onStampError: () => { throw new Error('logger gone') } })
+    assert.equal(result.markId, 7)
   })
 
   it('a service without a completeFold function is INVALID_ARGUMENT', async () => {

@@ -261,7 +261,7 @@ describe('economics of a block commit', () => {
     const session = b.session
     const outcome = addon.planBlockSummary(session.id, blockSnapshot(session), ['A'], session.seq)
     assert.equal(outcome.status, 'commit')
-    const { seqs: written } = writeCommit(session, { plan: outcome.plan, summary: 'A done: v0..v29 of A0, A1, A3.', requestSeq: session.seq, route: undefined, turn: 1, meter: undefined, language: 'en' })
+    const { seqs: written } = writeCommit(session, { plan: outcome.plan, summary: 'A done: v0..v29 of A0, A1, A3.', requestSeq: session.seq, route: undefined, turn: 1, metered: false, language: 'en' })
     b.assistant({ text: 'Continuing with C.' })
     b.assistant({ text: 'Done.' })
     const file = path.join(DIR, 'block.jsonl')

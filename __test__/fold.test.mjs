@@ -11,7 +11,8 @@ import path from 'node:path'
 import { describe, it } from 'node:test'
 
 import { addon } from '../plugin/shared/addon.js'
-import { regionMessages, surfaceSnapshot } from '../plugin/shared/surface.js'
+import { surfaceSnapshot } from '../plugin/shared/surface.js'
+import { regionMessages } from '../plugin/shared/session.js'
 import { CallId, Session, SessionBuilder, SessionId, createToolResultMessage, createUserMessage, protocolProblems, tempStore } from './helpers/dsh.mjs'
 
 const fold = addon
@@ -467,7 +468,7 @@ describe('rewind over real DSH sessions: the reference behaviours', () => {
     assert.equal(await fold.hasActive(store, b.session.id), false)
   })
 
-  it('a stamp that fails after the commit does not fail the fold: the result returns, the next rewind finishes the stamp', async () => {
+  it('a stamp that fails after the commit does not fail the fold: the result returns, the failure is told late, the next rewind finishes the stamp', async () => {
     const store = tempStore()
     const dir = path.dirname(store)
     const b = builder('stamp-fails')
@@ -484,14 +485,19 @@ describe('rewind over real DSH sessions: the reference behaviours', () => {
     }
     let result
     try {
-      result = await fold.rewind(store, b.session.id, host)
+      const told = new Promise((resolve) => {
+        fold.rewind(store, b.session.id, host, { onStampError: resolve }).then((r) => (result = r))
+      })
+      const error = /** @type {any} */ (await told)
+      assert.equal(error.code, 'STORE_IO', 'the failure is told after the fold, with its code')
+      assert.match(error.message, /the next rewind finishes the stamp/)
     } finally {
       rmSync(dir)
       renameSync(`${dir}.away`, dir)
     }
     const expected = { markId: mark.id, foldedNodes: explored.length, start: explored[0], end: explored.at(-1) }
     assert.deepEqual({ markId: result.markId, foldedNodes: result.foldedNodes, start: result.start, end: result.end }, expected)
-    assert.match(result.stampError, /STORE_IO/, 'the result says the stamp failed')
+    assert.equal(result.stampError, undefined, 'the result did not wait for the stamp')
     assert.equal(calls.commit.length, 1)
     const report = b.session.events.at(-1)
     assert.deepEqual(report.sourceEventSeqs, explored)

@@ -380,7 +380,7 @@ describe('recall after block commits', () => {
       requestSeq,
       route: { provider: 'scripted', model: 'm1' },
       turn: 1,
-      meter: undefined,
+      metered: false,
       language: 'en',
       hint: (closed) => recallHint(root, { block: closed[0] }, 'en'),
     })
@@ -505,5 +505,48 @@ describe('recall bounds', () => {
 
   it('every error code is one of RECALL_ERROR_CODES', () => {
     assert.deepEqual([...RECALL_ERROR_CODES].sort(), ['BAD_QUERY', 'FOREIGN_MARK', 'INVALID_ARGUMENT', 'NOTHING_FOLDED', 'UNKNOWN_BLOCK', 'UNKNOWN_COMPACTION', 'UNKNOWN_FOLD'])
+  })
+})
+
+describe("recall's regex engine as the addon ships it", () => {
+  const texts = ['错误：解析失败 in src/解析器.rs 第１２行', 'ÉTÉ est là\u3000fin', 'Ошибка: ФАЙЛ']
+  /** @param {string} query */
+  const lines = (query) => {
+    const found = addon.recallSearch(texts, query)
+    const out = []
+    for (let w = 0; w < found.hits.length; w += 4) out.push(Array.from(found.hits.slice(w, w + 4)))
+    return out
+  }
+
+  it('matches Chinese (and other non-ASCII) text as before the Unicode tables were trimmed', () => {
+    // The same figures as the core's test, which runs with the full tables.
+    assert.deepEqual(lines('解析'), [[0, 0, 3, 5]])
+    assert.deepEqual(lines('/解析.败/'), [[0, 0, 3, 7]])
+    assert.deepEqual(lines('/^\\w+/'), [[0, 0, 0, 2], [1, 0, 0, 3], [2, 0, 0, 6]])
+    assert.deepEqual(lines('/第\\d+行/'), [[0, 0, 22, 26]])
+    assert.deepEqual(lines('/là\\sfin/'), [[1, 0, 8, 14]])
+    assert.deepEqual(lines('/\\bsrc\\b/'), [[0, 0, 11, 14]])
+    assert.deepEqual(lines('/été/i'), [[1, 0, 0, 3]])
+    assert.deepEqual(lines('файл'), [[2, 0, 8, 12]])
+    assert.deepEqual(lines('/ошибка/i'), [[2, 0, 0, 6]])
+  })
+
+  it("folds case by Unicode's simple case folding from its own table, before a class is negated", () => {
+    const folded = ['KELVIN \u212A and long \u017F', 'ΣΊΣΥΦΟΣ ς', 'A', 'b']
+    const found = (/** @type {string} */ q) => Array.from(addon.recallSearch(folded, q).hits)
+    // The Kelvin sign folds with k, the long s with s, final sigma with Σ and σ (the regex crate's folding).
+    assert.deepEqual(found('/\u{212A}/i'), [0, 0, 0, 1])
+    assert.deepEqual(found('long s'), [0, 0, 13, 19])
+    assert.deepEqual(found('σ'), [1, 0, 0, 1])
+    // [^a] under the i flag names neither a nor A.
+    assert.deepEqual(found('/^[^a]$/i'), [3, 0, 0, 1])
+    // An inline (?i) is refused with what to write instead.
+    assert.throws(() => addon.recallSearch(folded, '/(?i)abc/'), (e) => /** @type {any} */ (e).code === 'INVALID_ARGUMENT' && /\(\/pattern\/i\)/.test(/** @type {any} */ (e).message))
+  })
+
+  it('refuses script and category classes, which the binary leaves out, as a coded bad query', () => {
+    for (const query of ['/\\p{Han}/', '/\\p{Greek}/', '/\\p{Lu}/']) {
+      assert.throws(() => addon.recallSearch(texts, query), (e) => /** @type {any} */ (e).code === 'INVALID_ARGUMENT' && /is not valid/.test(/** @type {any} */ (e).message), query)
+    }
   })
 })

@@ -1,6 +1,6 @@
 /**
  * @module bench/compaction
- * Figure 9: compaction on long sessions, `dsh-fold/compaction` vs DSH's `compaction-basic`, on
+ * Figure 10: compaction on long sessions, `dsh-fold/compaction` vs DSH's `compaction-basic`, on
  * the same sessions.
  *
  * Sessions (100k–1M tokens) are made from the recorded trajectory corpus
@@ -42,7 +42,7 @@ import FoldCompaction from '../plugin/compaction/compaction.js'
 import Checkpoint from '../plugin/fold/checkpoint.js'
 import Rewind from '../plugin/fold/rewind.js'
 import Recall from '../plugin/recall/recall.js'
-import { eventLog } from '../plugin/shared/surface.js'
+import { eventLog } from '../plugin/shared/session.js'
 import { bootHost, PressureModel, prompt, textOf } from '../__test__/compaction/harness.mjs'
 import { emit, load, log, parseArgs } from './lib/common.mjs'
 import { summarize as stats } from './lib/stats.mjs'

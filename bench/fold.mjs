@@ -3,7 +3,8 @@
  * Figure 1, fold overhead: the whole `rewind` with an instant summarizer, the stores on tmpfs, on
  * identical sessions — dsh-fold (the plugin's real path) vs the baseline (the reference algorithm,
  * bench/lib/baseline.mjs) — and the floor: DSH's own replace append of the same replacement on the
- * same session, plus one round trip to the addon's threads and back measured with the addon itself.
+ * same session (the fold's durable stamp is off its critical path since round 3, so the floor has
+ * no thread hop; the round trip to the addon's threads is still measured and reported).
  *
  * Shapes: ~1k, ~10k and ~50k events with a compaction over the oldest ~70 % of the surface
  * (compacted: 91 / 678 / 3,088 surface nodes), and ~10k and ~50k never compacted (the surface
@@ -12,11 +13,18 @@
  * variants in a rotating order (interleaved), after a full GC and a pause; warm-ups are dropped.
  *
  * Variants:
- * - `ours-warm`: a live host: the plugin described the session before the compaction (as a host
- *   that snapshotted earlier has) and its store holds the mark in memory (this process marked).
+ * - `ours-warm`: a live host: the session is attached to a real DSH SessionStore with the
+ *   plugin's mirror mounted, so the mirror's `session/event` listener described each event as it
+ *   was appended (also the fold's own replacement, inside the timed fold), and its store holds
+ *   the mark in memory (this process marked).
  * - `ours-cold`: the first fold of a resumed session: the mark was taken by ANOTHER process (a
  *   child writes a fresh store file per fold), so the fold's store reads the file for the first
- *   time, and the plugin meets the session for the first time.
+ *   time; the session was restored into the live host from its events (DSH's own restore,
+ *   untimed), and the plugin described it when the host announced it (`session/created`: timed
+ *   apart, `describe`), as a host with the plugin mounted does with every session it restores or
+ *   forks.
+ * - `ours-fresh`: the same fold on a session the plugin meets at the fold (a detached session, as
+ *   the CLI or a host-less caller has): its mirror is built from the session's surface inside it.
  * - `baseline`: the reference, warm: its pairing cache was built before the compaction (which
  *   then invalidates it, as any replace does in a real long session) and its marks are in memory.
  * - `baseline-cold`: the reference on a resumed session: no cache, and its store (storage-json
@@ -35,11 +43,11 @@ import { toolPairingBalancedBefore } from '@deepseek-ai/dsh-compaction'
 import { createUserMessage } from '@deepseek-ai/dsh-llm'
 
 import { addonPath } from '../plugin/shared/addon.js'
-import { surfaceSnapshot } from '../plugin/shared/surface.js'
+import { mirrorOf } from '../plugin/shared/mirror.js'
 import { ReferenceStore, referenceRewind, referenceSelect } from './lib/baseline.mjs'
 import { check, emit, load, log, parseArgs, removeDir, tmpfsDir } from './lib/common.mjs'
-import { addon, oursRewind } from './lib/ours.mjs'
-import { recordSession, replay } from './lib/session.mjs'
+import { addon, attach, mirrorHost, oursRewind } from './lib/ours.mjs'
+import { appendLast, recordSession, replay, replayInto } from './lib/session.mjs'
 import { now, pairedRatio, quiesce, summarize, us } from './lib/stats.mjs'
 
 const { quick, out } = parseArgs()
@@ -71,9 +79,10 @@ const REPORT =
   '## Unresolved Questions\nWhether older DSH releases pre-create storages/.\n' +
   '## Recommended Next Step\nPatch the test fixture to remove the pre-created directory, then rerun the suite.\n'
 
-const VARIANTS = /** @type {const} */ (['ours-cold', 'ours-warm', 'baseline-cold', 'baseline', 'append'])
+const VARIANTS = /** @type {const} */ (['ours-cold', 'ours-fresh', 'ours-warm', 'baseline-cold', 'baseline', 'append'])
 
 const dir = tmpfsDir('fold')
+const host = await mirrorHost()
 const result = { quick, load: { start: load() }, roundTrip: /** @type {any} */ (null), sizes: /** @type {any[]} */ ([]) }
 
 try {
@@ -84,7 +93,7 @@ try {
     result.sizes.push(r)
     const v = r.variants
     log(
-      `${r.label}: ours-cold ${v['ours-cold'].wall.median.toFixed(0)} µs, ours-warm ${v['ours-warm'].wall.median.toFixed(0)} µs, ` +
+      `${r.label}: ours-cold ${v['ours-cold'].wall.median.toFixed(0)} µs (described at restore in ${r.describe.median.toFixed(0)} µs), ours-fresh ${v['ours-fresh'].wall.median.toFixed(0)} µs, ours-warm ${v['ours-warm'].wall.median.toFixed(0)} µs, ` +
         `baseline-cold ${v['baseline-cold'].wall.median.toFixed(0)} µs, baseline ${v.baseline.wall.median.toFixed(0)} µs, append ${v.append.wall.median.toFixed(0)} µs`,
     )
   }
@@ -157,7 +166,7 @@ async function measureShape({ n, compaction, iters, warmup }) {
   // Both algorithms must select the same region with the same metering on this session.
   const probe = replay(rec, `check-${tag}`)
   const ref = referenceSelect(probe, { logLength: rec.anchor }, rec.callId)
-  const mine = addon.selectRegion(surfaceSnapshot(probe, { callId: rec.callId }), rec.anchor)
+  const mine = addon.selectRegion(mirrorOf(probe).native, rec.anchor, mirrorOf(probe).openers.get(rec.callId))
   check(
     ref.seqs.length === mine.seqs.length && ref.seqs.every((s, i) => s === mine.seqs[i]),
     `baseline and dsh-fold select the same region (${label})`,
@@ -173,32 +182,63 @@ async function measureShape({ n, compaction, iters, warmup }) {
     ours: path.join(dir, `ours-cold-${tag}-${it}`, 'checkpoint.json'),
     ref: path.join(dir, `ref-cold-${tag}-${it}`, 'checkpoint.json'),
   })
-  markInAnotherProcess(Array.from({ length: iters + warmup }, (_, i) => cold(i)))
+  const fresh = (/** @type {number} */ it) => ({ ...cold(it), id: `fresh-${tag}-${it}`, ours: path.join(dir, `ours-fresh-${tag}-${it}`, 'checkpoint.json'), ref: path.join(dir, `ref-fresh-${tag}-${it}`, 'checkpoint.json') })
+  markInAnotherProcess(Array.from({ length: iters + warmup }, (_, i) => [cold(i), fresh(i)]).flat())
 
   /** @type {Record<string, {wall: number[], cpu: number[]}>} */
   const samples = Object.fromEntries(VARIANTS.map((v) => [v, { wall: [], cpu: [] }]))
   /** @type {{snapshot: number[], summarize: number[], commit: number[], addon: number[]}} */
   const parts = { snapshot: [], summarize: [], commit: [], addon: [] }
+  /** @type {number[]} describing a restored session when the host announces it (ours-cold) */
+  const describe = []
 
   for (let it = -warmup; it < iters; it++) {
     for (let j = 0; j < VARIANTS.length; j++) {
       const variant = VARIANTS[(j + it + warmup) % VARIANTS.length]
-      const job = cold(it + warmup)
-      const id = variant.endsWith('cold') ? job.id : `${variant}-${tag}-${it + warmup}`
-      const session = replay(rec, id, (s) => {
-        if (variant === 'ours-warm') surfaceSnapshot(s)
-        if (variant === 'baseline') toolPairingBalancedBefore(s, s.surface.nodes[0])
-      })
+      const job = variant === 'ours-fresh' ? fresh(it + warmup) : cold(it + warmup)
+      const id = variant.endsWith('cold') || variant === 'ours-fresh' ? job.id : `${variant}-${tag}-${it + warmup}`
+      // The recording's last append (the rewind call's `tool/call`) is held back and made right
+      // before the timed operation, as DSH logs the call just before it runs the tool.
+      /** @type {{session: any, detach: () => void} | undefined} */
+      let attached
+      let session
+      if (variant === 'ours-warm') {
+        // A session of a live host, its mirror fed by the listener from its first event.
+        attached = attach(host, id)
+        session = replayInto(rec, attached.session, undefined, { holdLast: true })
+      } else if (variant === 'ours-cold') {
+        // A session restored into the live host from its events: DSH validates and copies them
+        // (untimed); the plugin describes it when the host announces it (timed apart).
+        const events = replay(rec, `${id}-log`, undefined, { holdLast: true }).events
+        session = host.sessions.prepare(id, { seed: events })
+        const detach = host.sessions.enter(session)
+        const t = now()
+        host.sessions.announce(session)
+        if (it >= 0) describe.push(us(t, now()))
+        attached = { session, detach }
+      } else {
+        session = replay(
+          rec,
+          id,
+          (s) => {
+            if (variant === 'baseline') toolPairingBalancedBefore(s, s.surface.nodes[0])
+          },
+          { holdLast: true },
+        )
+      }
+      // The kept mirror, in step (the listener fed it): the check after the fold reads it.
+      const kept = variant === 'ours-warm' ? mirrorOf(session).native : undefined
       if (variant === 'ours-warm') await addon.mark(oursStore, id, rec.anchor)
       if (variant === 'baseline') await refStore.mark(id, rec.anchor)
       const probe = { snapshot: 0, summarize: 0, commit: 0 }
       await quiesce(n >= 50_000 ? 100 : 40)
+      appendLast(rec, session)
       const c0 = process.cpuUsage()
       const t0 = now()
       /** @type {any} */
       let r = null
       if (variant === 'ours-warm') r = await oursRewind(oursStore, session, rec.callId, REPORT, probe)
-      else if (variant === 'ours-cold') r = await oursRewind(job.ours, session, rec.callId, REPORT)
+      else if (variant === 'ours-cold' || variant === 'ours-fresh') r = await oursRewind(job.ours, session, rec.callId, REPORT)
       else if (variant === 'baseline') r = await referenceRewind(refStore, session, rec.callId, async () => REPORT)
       else if (variant === 'baseline-cold') r = await referenceRewind(await ReferenceStore.open(job.ref), session, rec.callId, async () => REPORT)
       else {
@@ -219,6 +259,8 @@ async function measureShape({ n, compaction, iters, warmup }) {
       }
       const nodes = session.surface.nodes
       check(nodes.includes(session.seq - 1) && !nodes.includes(expected.start), `${variant} replaced the region on the surface (${label})`)
+      if (kept) check(kept.eventCount === session.seq, `the listener fed the fold's own replacement to the mirror (${label})`)
+      attached?.detach()
       if (it < 0) continue
       const wall = us(t0, t1)
       samples[variant].wall.push(wall)
@@ -242,9 +284,11 @@ async function measureShape({ n, compaction, iters, warmup }) {
     iterations: iters,
     variants: stats,
     warmParts: Object.fromEntries(Object.entries(parts).map(([k, v]) => [k, summarize(v)])),
+    describe: summarize(describe),
     paired: {
       baselineOverWarm: pairedRatio(samples.baseline.wall, samples['ours-warm'].wall),
       baselineColdOverCold: pairedRatio(samples['baseline-cold'].wall, samples['ours-cold'].wall),
+      warmOverAppend: pairedRatio(samples['ours-warm'].wall, samples.append.wall),
     },
   }
 }

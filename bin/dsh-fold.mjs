@@ -213,32 +213,32 @@ async function needDsh(verb, load) {
 const dsh = (verb) =>
   needDsh(verb, async () => ({
     ...(await import('@deepseek-ai/dsh-session')),
-    ...(await import('../plugin/shared/surface.js')),
-    ...(await import('../plugin/shared/meter.js')),
+    ...(await import('../plugin/shared/mirror.js')),
+    ...(await import('../plugin/shared/session.js')),
     ...(await import('../plugin/fold/host.js')),
   }))
 
 /** Confirms a written file: on stdout, or on stderr when stdout carries JSON. @param {string} file @param {boolean} json @param {string} [what] */
 const wrote = (file, json, what = '') => (json ? console.error : console.log)(`wrote ${file}${what ? ` (${what})` : ''}`)
 
-/** The model-visible size of a session's derived history. @param {any} session @param {(v: any) => number} chars */
-const visible = (session, chars) => session.deriveMessages().reduce((n, m) => n + chars(m.content), 0)
+/** The model-visible size of a session's surface, as its mirror meters it. @param {any} session @param {(session: any) => any} mirrorOf */
+const visible = (session, mirrorOf) => mirrorOf(session).native.surfacePrice().chars
 
 /** @param {ReturnType<typeof parse>} opts */
 async function demo(opts) {
   const { buildDemoSession } = await needDsh('demo', () => import('./demo-session.mjs'))
-  const { visibleChars, sessionHost } = await dsh('demo')
+  const { mirrorOf, sessionHost } = await dsh('demo')
   if (opts.save !== undefined && !String(opts.save).trim()) throw new CliError('--save needs a file path', 64)
   const dir = mkdtempSync(path.join(tmpdir(), 'dsh-fold-demo-'))
   try {
     const store = path.join(dir, 'storages', 'checkpoint.json')
     const { session, rewindCallId, step } = await buildDemoSession((s) => addon.mark(store, s.id, s.seq, 'find why cargo test -p parser fails'))
-    const before = { nodes: session.surface.nodes.length, chars: visible(session, visibleChars) }
+    const before = { nodes: session.surface.nodes.length, chars: visible(session, mirrorOf) }
     const { extractiveSummarizer } = await import('../plugin/fold/extractive.js')
     const started = process.hrtime.bigint()
     const result = await addon.rewind(store, session.id, sessionHost(session, extractiveSummarizer({ session, language: /** @type {'en'|'zh'} */ (opts.lang) }), { callId: rewindCallId }))
     const ms = Number(process.hrtime.bigint() - started) / 1e6
-    const after = { nodes: session.surface.nodes.length, chars: visible(session, visibleChars) }
+    const after = { nodes: session.surface.nodes.length, chars: visible(session, mirrorOf) }
     const report = session.deriveEventMessage(session.events[session.surface.nodes.find((/** @type {number} */ s) => session.events[s].data?.source?.plugin === 'rewind')]).content[0].text
     if (opts.save !== undefined) await saveDemo(session, String(opts.save), result, step)
     if (opts.json) {
@@ -377,7 +377,7 @@ function checkpointInLog(events) {
 /** @param {ReturnType<typeof parse>} opts */
 async function fold(opts) {
   const file = opts._[1]
-  const { surfaceSnapshot, regionMessages } = await dsh('fold')
+  const { mirrorOf, regionMessages } = await dsh('fold')
   const { header, events } = await readLog(file, 'fold')
   let anchor
   let markId = null
@@ -424,7 +424,8 @@ async function fold(opts) {
   const session = await replay(header, replayed, file, 'fold')
   let region
   try {
-    region = addon.selectRegion(surfaceSnapshot(session), anchor)
+    // The session's mirror, described once from the replayed log: no snapshot crosses.
+    region = addon.selectRegion(mirrorOf(session).native, anchor)
   } catch (e) {
     throw new CliError(`${/** @type {any} */ (e).code}: ${/** @type {Error} */ (e).message}`, 1)
   }

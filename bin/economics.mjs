@@ -43,7 +43,7 @@
  */
 import { isBlockCommitSource, isCompactionSource } from '../plugin/recall/log.js'
 import { splitRecallHint } from '../plugin/recall/hint.js'
-import { isRewindReportSource } from '../plugin/shared/surface.js'
+import { isRewindReportSource } from '../plugin/shared/session.js'
 
 /**
  * DeepSeek API prices, USD per 1M tokens, deepseek-chat and deepseek-reasoner (DeepSeek-V3.1),

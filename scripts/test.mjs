@@ -3,7 +3,8 @@
  * @module scripts/test
  * `npm test`: everything, in the order a failure is cheapest to read.
  * 1. format and lint (cargo fmt --check, clippy -D warnings) — own target dir;
- * 2. the core's cargo tests (unit, property) — own target dir;
+ * 2. the core's cargo tests (unit, property) — own target dir — after checking recall's
+ *    case-folding table against the regex crate's (`scripts/case-folding.mjs --check`);
  * 3. the addon, built with `napi build --platform --release` (incremental), and its test build:
  *    the same sources with the `test-faults` feature (debug profile, `target-faults/`), the only
  *    build that honours `DSH_FOLD_TEST_FAULTS`; the suites that inject faults load it through the
@@ -86,6 +87,8 @@ console.log(plan.join('\n'))
 
 run('cargo', ['fmt', '--all', '--check'])
 run('cargo', ['clippy', '--workspace', '--all-targets', '--target-dir', 'target-lint', '--', '-D', 'warnings'])
+// Recall's case-folding table is the regex crate's (Cargo.lock's version), as pairs.
+run(process.execPath, [path.join('scripts', 'case-folding.mjs'), '--check'])
 run('cargo', ['test', '-p', 'fold-core', '--target-dir', 'target-core'], { PROPTEST_CASES: process.env.PROPTEST_CASES ?? '2000' })
 // @napi-rs/cli exports no path to its bin; find it through its package.json.
 const napiCli = path.join(path.dirname(require.resolve('@napi-rs/cli/package.json')), 'dist', 'cli.js')

@@ -1,5 +1,6 @@
 //! The block planner's export, `planBlockSummary`: synchronous, on the JS thread, conversion only.
-//! Every rule is in `fold_core::blocks`; every bad argument is an `INVALID_ARGUMENT` that names it.
+//! It reads the session's mirror (or a v2 snapshot); every rule is in `fold_core::blocks`; every
+//! bad argument is an `INVALID_ARGUMENT` that names it.
 
 use fold_core::blocks::{self, Plan};
 use fold_core::surface::BlockId;
@@ -9,6 +10,7 @@ use napi::{Env, ValueType};
 use napi_derive::napi;
 
 use crate::convert::{self, cast, describe, throw, CoreResult};
+use crate::mirror::SessionMirror;
 
 /// Most block ids one summary may close (the core's `blocks::MAX_TARGETS`), for the plugin's
 /// own argument check.
@@ -37,6 +39,11 @@ pub struct BlockCommitPlan {
     /// The targets, in request order.
     #[napi(ts_type = "string[]")]
     pub closed: Vec<Utf16String>,
+    /// With a session mirror: the replaced nodes' model-visible chars.
+    pub chars: Option<f64>,
+    /// With a session mirror whose nodes a token meter priced: the replaced nodes' token price
+    /// (the commit's shadow price).
+    pub tokens: Option<f64>,
 }
 
 /// Ids leave as the exact UTF-16 they arrived in (lone surrogates included).
@@ -72,15 +79,24 @@ fn targets(v: &Unknown<'_>) -> napi::Result<CoreResult<Vec<BlockId>>> {
     Ok(Ok(out))
 }
 
-/// Reads the snapshot: a `Uint32Array`, borrowed for this call (never copied).
-fn snapshot<'e>(v: &Unknown<'e>) -> napi::Result<CoreResult<Uint32ArraySlice<'e>>> {
+/// What the planner reads: the session's mirror, or a v2 snapshot (a `Uint32Array`, borrowed for
+/// this call, never copied).
+enum Source<'e> {
+    Mirror(ClassInstance<'e, SessionMirror>),
+    Words(Uint32ArraySlice<'e>),
+}
+
+fn source<'e>(env: &Env, v: &Unknown<'e>) -> napi::Result<CoreResult<Source<'e>>> {
+    if let Some(m) = crate::mirror::of(env, v)? {
+        return Ok(Ok(Source::Mirror(m)));
+    }
     if v.get_type()? == ValueType::Object && v.is_typedarray()? {
         if let Ok(words) = cast::<Uint32ArraySlice>(v) {
-            return Ok(Ok(words));
+            return Ok(Ok(Source::Words(words)));
         }
     }
     Ok(Err(FoldError::invalid(format!(
-        "snapshot must be a block snapshot (the Uint32Array blockSnapshot(session) returns), got {}",
+        "snapshot must be a block snapshot (the Uint32Array blockSnapshot(session) returns) or the session's SessionMirror, got {}",
         describe(v)?
     ))))
 }
@@ -98,7 +114,7 @@ macro_rules! arg {
 /// Plans a block summary of `targets` requested at log length `requestSeq`: what it replaces now,
 /// or why it must wait. Pure and synchronous; writes nothing.
 #[napi(
-    ts_args_type = "sessionId: string, snapshot: Uint32Array, targets: string[], requestSeq: number",
+    ts_args_type = "sessionId: string, snapshot: SessionMirror | Uint32Array, targets: string[], requestSeq: number",
     ts_return_type = "BlockPlan"
 )]
 pub fn plan_block_summary<'e>(
@@ -121,10 +137,17 @@ fn plan_checked<'e>(
     request_seq: Unknown<'e>,
 ) -> napi::Result<Object<'e>> {
     let session_id = arg!(env, convert::string(&session_id, "sessionId"));
-    let words = arg!(env, self::snapshot(&snapshot));
+    let source = arg!(env, self::source(env, &snapshot));
     let targets = arg!(env, self::targets(&targets));
     let request_seq = arg!(env, convert::integer(&request_seq, "requestSeq", MAX_REQUEST_SEQ));
-    let plan = blocks::plan_session(&session_id, &words, &targets, request_seq).map_err(|e| throw(env, &e))?;
+    let planned = match &source {
+        Source::Mirror(m) => m
+            .mirror
+            .block_surface()
+            .and_then(|surface| blocks::plan_surface(&session_id, &surface, &targets, request_seq)),
+        Source::Words(words) => blocks::plan_session(&session_id, words, &targets, request_seq),
+    };
+    let plan = planned.map_err(|e| throw(env, &e))?;
 
     let mut out = Object::new(env)?;
     match plan {
@@ -135,6 +158,14 @@ fn plan_checked<'e>(
                 BlockCommitPlan {
                     start: c.start(),
                     end: c.end(),
+                    chars: match &source {
+                        Source::Mirror(m) => Some(m.mirror.chars_of(&c.seqs) as f64),
+                        Source::Words(_) => None,
+                    },
+                    tokens: match &source {
+                        Source::Mirror(m) => m.mirror.tokens_of(&c.seqs).map(|t| t as f64),
+                        Source::Words(_) => None,
+                    },
                     seqs: Uint32Array::new(c.seqs),
                     remaining: to_js(c.remaining),
                     closed: to_js(c.closed),

@@ -1,10 +1,11 @@
 //! The compaction policy's exports: `planCompaction` (what a compaction replaces and how its
-//! summary is made, `fold_core::compaction`) and `foldInProgress` (whether a rewind holds a
+//! summary is made, `fold_core::compaction`, read off the session's mirror with the overlay the
+//! plugin keeps beside it, or off a compaction snapshot: the test oracle) and `foldInProgress` (whether a rewind holds a
 //! session's fold lock, the lock a compaction declines during). Synchronous, on the JS thread,
 //! conversion only; every bad argument is an `INVALID_ARGUMENT` that names it, and a panic is
 //! the coded `INTERNAL` error (`guard.rs`).
 
-use fold_core::compaction::{self, CompactionSurface, Params, Treatment, Trigger};
+use fold_core::compaction::{self, CompactionSurface, MirrorOverlay, Params, Treatment, Trigger};
 use fold_core::locks::session_locks;
 use fold_core::FoldError;
 use napi::bindgen_prelude::*;
@@ -12,6 +13,7 @@ use napi::{Env, ValueType};
 use napi_derive::napi;
 
 use crate::convert::{self, cast, describe, throw, CoreResult};
+use crate::mirror::SessionMirror;
 
 /// Largest token count accepted (a safe integer).
 const MAX_TOKENS: f64 = 9_007_199_254_740_991.0;
@@ -131,15 +133,97 @@ fn params(v: &Unknown<'_>) -> napi::Result<CoreResult<Params>> {
     }))
 }
 
-/// Reads the snapshot: a `Uint32Array`, borrowed for this call (never copied).
-fn snapshot<'e>(v: &Unknown<'e>) -> napi::Result<CoreResult<Uint32ArraySlice<'e>>> {
+/// A `Uint32Array`, borrowed for this call (never copied), or `None`.
+fn words<'e>(v: &Unknown<'e>) -> napi::Result<Option<Uint32ArraySlice<'e>>> {
     if v.get_type()? == ValueType::Object && v.is_typedarray()? {
         if let Ok(words) = cast::<Uint32ArraySlice>(v) {
-            return Ok(Ok(words));
+            return Ok(Some(words));
         }
     }
+    Ok(None)
+}
+
+/// What the policy reads: the session's mirror with what it does not keep beside it, or a
+/// compaction snapshot (the test oracle, and a host without a mirror).
+enum Source<'e> {
+    Mirror {
+        mirror: ClassInstance<'e, SessionMirror>,
+        anchors: Uint32ArraySlice<'e>,
+        facts: Uint32ArraySlice<'e>,
+        ours: Uint32ArraySlice<'e>,
+        notes: Uint32ArraySlice<'e>,
+    },
+    Words(Uint32ArraySlice<'e>),
+}
+
+impl Source<'_> {
+    fn surface(&self) -> CoreResult<CompactionSurface> {
+        match self {
+            Self::Mirror {
+                mirror,
+                anchors,
+                facts,
+                ours,
+                notes,
+            } => {
+                CompactionSurface::from_mirror(&mirror.mirror, anchors.to_vec(), &MirrorOverlay { facts, ours, notes })
+            }
+            Self::Words(words) => CompactionSurface::decode(words),
+        }
+    }
+}
+
+/// Reads the source: the session's `SessionMirror` with its overlay `{anchors, facts, ours, notes}`
+/// (each a `Uint32Array`), or a compaction snapshot.
+fn source<'e>(env: &Env, v: &Unknown<'e>, overlay: Option<&Unknown<'e>>) -> napi::Result<CoreResult<Source<'e>>> {
+    if let Some(mirror) = crate::mirror::of(env, v)? {
+        let object = match overlay {
+            Some(o) if o.get_type()? == ValueType::Object => cast::<Object>(o)?,
+            _ => {
+                return Ok(Err(FoldError::invalid(
+                    "with the session's mirror, overlay must be {anchors, facts, ours, notes} (Uint32Arrays)",
+                )))
+            }
+        };
+        let part = |key: &str| -> napi::Result<CoreResult<Uint32ArraySlice<'e>>> {
+            let value: Unknown = object.get_named_property(key)?;
+            Ok(match words(&value)? {
+                Some(w) => Ok(w),
+                None => Err(FoldError::invalid(format!(
+                    "overlay.{key} must be a Uint32Array, got {}",
+                    describe(&value)?
+                ))),
+            })
+        };
+        let anchors = match part("anchors")? {
+            Ok(w) => w,
+            Err(e) => return Ok(Err(e)),
+        };
+        let facts = match part("facts")? {
+            Ok(w) => w,
+            Err(e) => return Ok(Err(e)),
+        };
+        let ours = match part("ours")? {
+            Ok(w) => w,
+            Err(e) => return Ok(Err(e)),
+        };
+        let notes = match part("notes")? {
+            Ok(w) => w,
+            Err(e) => return Ok(Err(e)),
+        };
+        return Ok(Ok(Source::Mirror {
+            mirror,
+            anchors,
+            facts,
+            ours,
+            notes,
+        }));
+    }
+    if let Some(w) = words(v)? {
+        return Ok(Ok(Source::Words(w)));
+    }
     Ok(Err(FoldError::invalid(format!(
-        "snapshot must be a compaction snapshot (the Uint32Array compactionSnapshot(session) returns), got {}",
+        "source must be the session's SessionMirror or a compaction snapshot (the Uint32Array compactionSnapshot(session) returns), got {}",
         describe(v)?
     ))))
 }
@@ -154,46 +238,61 @@ macro_rules! arg {
 }
 
 /// Plans a compaction: what it replaces and how its summary is made, or `null` when no useful
-/// range exists. Pure and synchronous; writes nothing.
-#[napi(ts_args_type = "snapshot: Uint32Array, params: CompactionParams")]
-pub fn plan_compaction(env: &Env, snapshot: Unknown<'_>, params: Unknown<'_>) -> napi::Result<Option<CompactionPlan>> {
-    crate::guard::throwing(env, "planCompaction", || plan_checked(env, snapshot, params))
+/// range exists. Reads the session's mirror (with `overlay`) or a compaction snapshot. Pure and
+/// synchronous; writes nothing.
+#[napi(ts_args_type = "source: SessionMirror | Uint32Array, params: CompactionParams, overlay?: CompactionOverlay")]
+pub fn plan_compaction<'e>(
+    env: &Env,
+    source: Unknown<'e>,
+    params: Unknown<'e>,
+    overlay: Option<Unknown<'e>>,
+) -> napi::Result<Option<CompactionPlan>> {
+    crate::guard::throwing(env, "planCompaction", || plan_checked(env, source, params, overlay))
 }
 
-fn plan_checked(env: &Env, snapshot: Unknown<'_>, params: Unknown<'_>) -> napi::Result<Option<CompactionPlan>> {
-    let words = arg!(env, self::snapshot(&snapshot));
+fn plan_checked<'e>(
+    env: &Env,
+    source: Unknown<'e>,
+    params: Unknown<'e>,
+    overlay: Option<Unknown<'e>>,
+) -> napi::Result<Option<CompactionPlan>> {
+    let source = arg!(env, self::source(env, &source, overlay.as_ref()));
     let params = arg!(env, self::params(&params));
-    let surface = CompactionSurface::decode(&words).map_err(|e| throw(env, &e))?;
+    let surface = source.surface().map_err(|e| throw(env, &e))?;
     Ok(compaction::plan(&surface, &params).map(to_js))
 }
 
 /// The items and budget of an explicit range of surface positions `[start, end)` (DSH's
 /// `compactRegion`). Pure and synchronous; writes nothing.
-#[napi(ts_args_type = "snapshot: Uint32Array, params: CompactionParams, start: number, end: number")]
-pub fn plan_compaction_range(
+#[napi(
+    ts_args_type = "source: SessionMirror | Uint32Array, params: CompactionParams, start: number, end: number, overlay?: CompactionOverlay"
+)]
+pub fn plan_compaction_range<'e>(
     env: &Env,
-    snapshot: Unknown<'_>,
-    params: Unknown<'_>,
-    start: Unknown<'_>,
-    end: Unknown<'_>,
+    source: Unknown<'e>,
+    params: Unknown<'e>,
+    start: Unknown<'e>,
+    end: Unknown<'e>,
+    overlay: Option<Unknown<'e>>,
 ) -> napi::Result<CompactionPlan> {
     crate::guard::throwing(env, "planCompactionRange", || {
-        range_checked(env, snapshot, params, start, end)
+        range_checked(env, source, params, start, end, overlay)
     })
 }
 
-fn range_checked(
+fn range_checked<'e>(
     env: &Env,
-    snapshot: Unknown<'_>,
-    params: Unknown<'_>,
-    start: Unknown<'_>,
-    end: Unknown<'_>,
+    source: Unknown<'e>,
+    params: Unknown<'e>,
+    start: Unknown<'e>,
+    end: Unknown<'e>,
+    overlay: Option<Unknown<'e>>,
 ) -> napi::Result<CompactionPlan> {
-    let words = arg!(env, self::snapshot(&snapshot));
+    let source = arg!(env, self::source(env, &source, overlay.as_ref()));
     let params = arg!(env, self::params(&params));
     let start = arg!(env, convert::integer(&start, "start", f64::from(u32::MAX)));
     let end = arg!(env, convert::integer(&end, "end", f64::from(u32::MAX)));
-    let surface = CompactionSurface::decode(&words).map_err(|e| throw(env, &e))?;
+    let surface = source.surface().map_err(|e| throw(env, &e))?;
     compaction::plan_range(&surface, &params, start as usize, end as usize)
         .map(to_js)
         .map_err(|e| throw(env, &e))

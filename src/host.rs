@@ -2,11 +2,13 @@
 //!
 //! | core step            | JS                                                                   |
 //! |----------------------|----------------------------------------------------------------------|
-//! | `Step::Snapshot`     | `host.snapshot(anchor): Uint32Array`                                 |
+//! | `Step::Snapshot`     | `host.mirror` (+ `current`), or `host.snapshot(anchor)`:             |
+//! |                      | `Uint32Array \| SessionMirror`                                       |
 //! | `Step::Summarize`    | `host.summarize(region, attempt): Promise<string \| SummaryReply>`  |
 //! | `Step::Commit`       | `host.commit(plan): 'committed' \| 'changed'` — synchronous          |
 //! | the mark             | the store's memory, or `checkpoint.latestMark(sessionId)`            |
-//! | `Step::Stamp`        | the store, off the JS thread, or `checkpoint.completeFold(id, mark)` |
+//! | `Step::Stamp`        | the store's group commit, or `checkpoint.completeFold(id, mark)`,    |
+//! |                      | after the fold's promise is settled                                  |
 //!
 //! Every call catches what the callback throws, so a throw becomes a coded rejection with the
 //! thrown value as `cause`, never an exception escaping the addon. A callback's own mistakes
@@ -17,6 +19,7 @@
 //! differently on a second read cannot make two reads disagree.
 
 use fold_core::fold::{Anchor, Commit, FoldPlan as CorePlan, FoldRequest, Summary};
+use fold_core::surface::Surface;
 use fold_core::FoldError;
 use napi::bindgen_prelude::*;
 use napi::{Env, ValueType};
@@ -38,6 +41,15 @@ pub struct JsHost {
     snapshot: FunctionRef<(), ()>,
     summarize: FunctionRef<(), ()>,
     commit: FunctionRef<(), ()>,
+    /// `host.current`: the seq of the assistant node carrying the rewind call, for a host whose
+    /// `snapshot` returns a session mirror.
+    current: Option<u32>,
+}
+
+/// What `host.snapshot` gave: the snapshot's words, or the surface read off a session mirror.
+pub enum Taken {
+    Words(Vec<u32>),
+    Surface(Surface),
 }
 
 /// A referenced function of `obj` named `name`, or the argument error.
@@ -94,11 +106,20 @@ impl JsHost {
             Ok(f) => f,
             Err(e) => return Ok(Err(e)),
         };
+        let current: Unknown = obj.get_named_property("current")?;
+        let current = match current.get_type()? {
+            ValueType::Undefined | ValueType::Null => None,
+            _ => match convert::integer(&current, "host.current", MAX_LOG_LENGTH)? {
+                Ok(seq) => Some(seq as u32),
+                Err(e) => return Ok(Err(e)),
+            },
+        };
         Ok(Ok(Self {
             this: Receiver::of(&obj)?,
             snapshot,
             summarize,
             commit,
+            current,
         }))
     }
 
@@ -107,16 +128,34 @@ impl JsHost {
         self.this.release(env)
     }
 
-    /// The surface now, for a fold from `anchor`.
-    pub fn snapshot<'e>(&self, env: &'e Env, anchor: u64) -> napi::Result<std::result::Result<Vec<u32>, Failure<'e>>> {
+    /// The surface now, for a fold from `anchor`: read off `host.mirror` when the host handed
+    /// its session's mirror over (in step with the session when `rewind` was called: no callback
+    /// at all) and the fold did not wait since (`waited`); else asked of `host.snapshot(anchor)`,
+    /// which returns a snapshot or the mirror brought back in step.
+    pub fn snapshot<'e>(
+        &self,
+        env: &'e Env,
+        anchor: u64,
+        waited: bool,
+    ) -> napi::Result<std::result::Result<Taken, Failure<'e>>> {
+        if !waited {
+            let this = self.this.0.get_value(env)?;
+            let handed: Unknown = this.get_named_property("mirror")?;
+            if let Some(m) = crate::mirror::of(env, &handed)? {
+                return Ok(self.read_mirror(&m, anchor));
+            }
+        }
         Ok(
             match self.this.call(env, &self.snapshot, FnArgs::from((anchor as f64,)))? {
-                Ok(v) => match convert::snapshot(&v)? {
-                    Ok(words) => Ok(words),
-                    Err(e) => Err((
-                        FoldError::HostFailed(format!("host.snapshot() returned garbage: {e}")),
-                        None,
-                    )),
+                Ok(v) => match crate::mirror::of(env, &v)? {
+                    Some(m) => self.read_mirror(&m, anchor),
+                    None => match convert::snapshot(&v)? {
+                        Ok(words) => Ok(Taken::Words(words)),
+                        Err(e) => Err((
+                            FoldError::HostFailed(format!("host.snapshot() returned garbage: {e}")),
+                            None,
+                        )),
+                    },
                 },
                 Err(thrown) => Err((
                     FoldError::HostFailed(format!("host.snapshot() threw: {}", reason_or_cause(thrown))),
@@ -124,6 +163,22 @@ impl JsHost {
                 )),
             },
         )
+    }
+
+    fn read_mirror<'e>(
+        &self,
+        m: &crate::mirror::SessionMirror,
+        anchor: u64,
+    ) -> std::result::Result<Taken, Failure<'e>> {
+        m.mirror
+            .rewind_surface(anchor, self.current)
+            .map(Taken::Surface)
+            .map_err(|e| {
+                (
+                    FoldError::HostFailed(format!("the host's session mirror cannot answer: {e}")),
+                    None,
+                )
+            })
     }
 
     /// Asks for a report: whatever `summarize` returned (a promise, a thenable or the reply

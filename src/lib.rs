@@ -5,8 +5,9 @@
 //! The JS shapes are in `types.rs`; the store's exports in `store.rs`; `rewind` (the fold, driven
 //! from the JS thread) in `rewind.rs`; block mode's planner in `blocks.rs`; the compaction policy's
 //! planner in `compaction.rs`; recall's matcher in `recall.rs`; the extractive report in
-//! `report.rs`; zstd in `zstd.rs`. No panic leaves an export (`guard.rs`), and none is written:
-//! `unwrap`/`expect` are denied outside tests.
+//! `report.rs`; zstd in `zstd.rs`; the session mirror's class in `mirror.rs`; a fold's durable
+//! stamp, after the fold, in `stamp.rs`. No panic leaves an export (`guard.rs`), and none is
+//! written: `unwrap`/`expect` are denied outside tests.
 
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
@@ -17,9 +18,11 @@ mod compaction;
 mod convert;
 mod guard;
 mod host;
+mod mirror;
 mod recall;
 mod report;
 mod rewind;
+mod stamp;
 mod store;
 mod types;
 mod zstd;
@@ -37,6 +40,7 @@ pub use crate::compaction::{
     fold_in_progress, plan_compaction, plan_compaction_range, CompactionItem, CompactionPlan, CompactionSplits,
 };
 use crate::convert::{arg_or_throw, throw};
+pub use crate::mirror::{MirrorReplacement, NodesPrice, ReportOf, SessionMirror};
 pub use crate::recall::{recall_search, RecallSearch};
 pub use crate::report::{extractive_report, extractive_report_of, report_facts, ReportFacts, ReportOptions};
 pub use crate::rewind::rewind;
@@ -49,18 +53,30 @@ pub use crate::zstd::{decode_zstd, decode_zstd_log};
 /// Largest log length / anchor accepted (seqs are 32-bit in the snapshot format).
 const MAX_LOG_LENGTH: f64 = u32::MAX as f64 - 1.0;
 
-/// Region selection alone, synchronously: what a fold at `anchor` would replace right now.
-#[napi(ts_args_type = "snapshot: Uint32Array, anchor: number")]
-pub fn select_region(env: &Env, snapshot: Unknown<'_>, anchor: Unknown<'_>) -> Result<FoldRegion> {
-    guard::throwing(env, "selectRegion", || select_region_checked(env, snapshot, anchor))
+/// Region selection alone, synchronously: what a fold at `anchor` would replace right now, on a
+/// snapshot or a session mirror. With a mirror, `current` is the seq of the assistant node
+/// carrying the rewind call (absent: inferred, as a snapshot's `NONE`).
+#[napi(ts_args_type = "surface: Uint32Array | SessionMirror, anchor: number, current?: number | null")]
+pub fn select_region(
+    env: &Env,
+    surface: Unknown<'_>,
+    anchor: Unknown<'_>,
+    current: Option<Unknown<'_>>,
+) -> Result<FoldRegion> {
+    guard::throwing(env, "selectRegion", || {
+        select_region_checked(env, surface, anchor, current)
+    })
 }
 
-fn select_region_checked(env: &Env, snapshot: Unknown<'_>, anchor: Unknown<'_>) -> Result<FoldRegion> {
-    let words = arg_or_throw!(env, convert::snapshot(&snapshot));
+fn select_region_checked(
+    env: &Env,
+    surface: Unknown<'_>,
+    anchor: Unknown<'_>,
+    current: Option<Unknown<'_>>,
+) -> Result<FoldRegion> {
     let anchor = arg_or_throw!(env, convert::integer(&anchor, "anchor", MAX_LOG_LENGTH));
-    let region = Surface::decode(&words)
-        .and_then(|s| region::select(&s, anchor))
-        .map_err(|e| throw(env, &e))?;
+    let surface = arg_or_throw!(env, surface_of(env, &surface, anchor, current.as_ref()));
+    let region = region::select(&surface, anchor).map_err(|e| throw(env, &e))?;
     Ok(FoldRegion::from(&fold::FoldRequest {
         mark_id: 0,
         anchor,
@@ -68,14 +84,19 @@ fn select_region_checked(env: &Env, snapshot: Unknown<'_>, anchor: Unknown<'_>) 
     }))
 }
 
-/// The commit-time check: does `snapshot` still select exactly `plan`'s region?
-#[napi(ts_args_type = "plan: FoldPlan | FoldRegion, snapshot: Uint32Array")]
-pub fn plan_matches(env: &Env, plan: Unknown<'_>, snapshot: Unknown<'_>) -> Result<bool> {
-    guard::throwing(env, "planMatches", || plan_matches_checked(env, plan, snapshot))
+/// The commit-time check: does the surface (a snapshot, or a session mirror with the same
+/// `current` as the selection) still select exactly `plan`'s region?
+#[napi(ts_args_type = "plan: FoldPlan | FoldRegion, surface: Uint32Array | SessionMirror, current?: number | null")]
+pub fn plan_matches(env: &Env, plan: Unknown<'_>, surface: Unknown<'_>, current: Option<Unknown<'_>>) -> Result<bool> {
+    guard::throwing(env, "planMatches", || plan_matches_checked(env, plan, surface, current))
 }
 
-fn plan_matches_checked(env: &Env, plan: Unknown<'_>, snapshot: Unknown<'_>) -> Result<bool> {
-    let words = arg_or_throw!(env, convert::snapshot(&snapshot));
+fn plan_matches_checked(
+    env: &Env,
+    plan: Unknown<'_>,
+    surface: Unknown<'_>,
+    current: Option<Unknown<'_>>,
+) -> Result<bool> {
     if plan.get_type()? != ValueType::Object {
         return Err(throw(
             env,
@@ -93,8 +114,37 @@ fn plan_matches_checked(env: &Env, plan: Unknown<'_>, snapshot: Unknown<'_>) -> 
         env,
         convert::snapshot(&seqs).map(|r| r.map_err(|_| FoldError::invalid("plan.seqs must be a Uint32Array")))
     );
-    let surface = Surface::decode(&words).map_err(|e| throw(env, &e))?;
+    let surface = arg_or_throw!(env, surface_of(env, &surface, anchor, current.as_ref()));
     Ok(region::still_matches(&surface, anchor, &seqs))
+}
+
+/// The surface a fold from `anchor` reads: a snapshot decoded, or a session mirror's.
+fn surface_of(
+    env: &Env,
+    v: &Unknown<'_>,
+    anchor: u64,
+    current: Option<&Unknown<'_>>,
+) -> Result<convert::CoreResult<Surface>> {
+    if let Some(m) = mirror::of(env, v)? {
+        let current = match current.filter(|c| !matches!(c.get_type(), Ok(ValueType::Undefined | ValueType::Null))) {
+            None => None,
+            Some(c) => match convert::integer(c, "current", MAX_LOG_LENGTH)? {
+                Ok(c) => Some(c as u32),
+                Err(e) => return Ok(Err(e)),
+            },
+        };
+        return Ok(m.mirror.rewind_surface(anchor, current));
+    }
+    let words = match convert::snapshot(v)? {
+        Ok(w) => w,
+        Err(_) => {
+            return Ok(Err(FoldError::invalid(format!(
+                "snapshot must be a Uint32Array or a SessionMirror, got {}",
+                convert::describe(v)?
+            ))))
+        }
+    };
+    Ok(Surface::decode(&words))
 }
 
 /// Whether `value` is an error raised by dsh-fold (an `Error` whose `code` is one of ours).

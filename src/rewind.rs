@@ -1,10 +1,13 @@
 //! The `rewind` export: the core's transaction ([`fold_core::fold::Rewind`]) driven from the JS
-//! thread. Region selection, the summarize call and the commit run on the JS thread with no
-//! thread handoff (the summarizer's promise resumes the fold in a JS continuation); only the
-//! durable stamp leaves it, and the first read of a store file not yet in memory.
+//! thread. Region selection (on the session mirror the host hands over, or a snapshot), the
+//! summarize call and the commit run on the JS thread with no thread handoff (the summarizer's
+//! promise resumes the fold in a JS continuation). The promise settles as soon as the commit has
+//! appended the replacement; the durable stamp follows, off the fold's critical path
+//! ([`crate::stamp`]). Only the stamp's write and the first read of a store file not yet in
+//! memory leave the JS thread.
 //!
-//! A fold waiting on its summarizer (or on the stamp) is kept alive by the continuations it
-//! handed to that promise. An `abort` event settles the fold at once, unless it fires while a
+//! A fold waiting on its summarizer is kept alive by the continuations it handed to that
+//! promise. An `abort` event settles the fold at once, unless it fires while a
 //! host callback runs: then it is honoured when the callback returns (and ignored once the commit
 //! answered `committed`: the fold has happened).
 //!
@@ -28,7 +31,8 @@ use napi_derive::napi;
 use crate::abort::{self, SignalListener};
 use crate::convert::{self, js_error, CoreResult, Deferred};
 use crate::guard;
-use crate::host::{self, CheckpointService, Failure, JsHost};
+use crate::host::{self, CheckpointService, Failure, JsHost, Taken};
+use crate::stamp::{self, Stamper, Target};
 use crate::types::RewindResult;
 
 /// Where the fold's mark comes from and where its stamp goes.
@@ -52,6 +56,12 @@ struct Driver {
     checkpoint: Option<Checkpoint>,
     host: Option<JsHost>,
     signal: Option<SignalListener>,
+    /// `options.onStampError`: told when the stamp fails after the fold settled.
+    on_stamp_error: Option<FunctionRef<(), ()>>,
+    /// Whether the fold waited for its mark (a store file read off-thread, a service's answer):
+    /// the session may have moved since `rewind` was called, so the host's `snapshot()` is asked
+    /// even when the host handed its mirror over.
+    waited: bool,
     /// `None` until the mark is known, and after the fold ended.
     machine: Option<Rewind>,
     /// `None` once the promise is settled.
@@ -111,7 +121,7 @@ fn start<'e>(
         Ok(s) => s,
         Err(e) => return reject(e),
     };
-    let (options, signal) = match options_of(options.as_ref())? {
+    let (options, signal, on_stamp_error) = match options_of(options.as_ref())? {
         Ok(o) => o,
         Err(e) => return reject(e),
     };
@@ -152,6 +162,8 @@ fn start<'e>(
             checkpoint: Some(checkpoint),
             host: Some(host),
             signal: None,
+            on_stamp_error,
+            waited: false,
             machine: None,
             deferred: Some(deferred),
         }),
@@ -169,14 +181,6 @@ fn start<'e>(
     }
     Driver::find_mark(env, &fold);
     Ok(promise)
-}
-
-/// The stamp's error for a checkpoint service whose `completeFold` threw or rejected.
-fn stamp_failed(thrown: Unknown<'_>) -> FoldError {
-    FoldError::StoreIo(format!(
-        "checkpoint.completeFold() failed: {}",
-        convert::reason_of(thrown)
-    ))
 }
 
 /// A step reached after the fold settled (a defect: settling ends every step).
@@ -198,10 +202,13 @@ fn checkpoint_of(v: &Unknown<'_>) -> Result<CoreResult<Checkpoint>> {
     Ok(convert::store(v)?.map(Checkpoint::Store))
 }
 
-fn options_of<'e>(v: Option<&Unknown<'e>>) -> Result<CoreResult<(RewindOptions, Option<abort::Signal<'e>>)>> {
+/// The options: the core's, the abort signal, `onStampError`.
+type Options<'e> = (RewindOptions, Option<abort::Signal<'e>>, Option<FunctionRef<(), ()>>);
+
+fn options_of<'e>(v: Option<&Unknown<'e>>) -> Result<CoreResult<Options<'e>>> {
     let mut options = RewindOptions::default();
     let Some(v) = v.filter(|o| !matches!(o.get_type(), Ok(ValueType::Undefined | ValueType::Null))) else {
-        return Ok(Ok((options, None)));
+        return Ok(Ok((options, None, None)));
     };
     if v.get_type()? != ValueType::Object {
         return Ok(Err(FoldError::invalid("options must be an object")));
@@ -218,8 +225,19 @@ fn options_of<'e>(v: Option<&Unknown<'e>>) -> Result<CoreResult<(RewindOptions, 
             Err(e) => return Ok(Err(e)),
         }
     }
+    let on_error: Unknown = obj.get_named_property("onStampError")?;
+    let on_error = match on_error.get_type()? {
+        ValueType::Undefined | ValueType::Null => None,
+        ValueType::Function => Some(convert::cast::<Function<(), ()>>(&on_error)?.create_ref()?),
+        _ => {
+            return Ok(Err(FoldError::invalid(format!(
+                "options.onStampError must be a function, got {}",
+                convert::describe(&on_error)?
+            ))))
+        }
+    };
     let signal: Unknown = obj.get_named_property("signal")?;
-    Ok(abort::signal(&signal)?.map(|signal| (options, signal)))
+    Ok(abort::signal(&signal)?.map(|signal| (options, signal, on_error)))
 }
 
 /// A JS function that resumes the fold with its first argument.
@@ -317,6 +335,7 @@ impl Driver {
                     async move { Ok(guard::future("rewind's mark lookup", fold::latest_mark(&store, &session)).await) },
                     move |env, answer| {
                         fold.drive(env, "rewind.mark", |driver, env, fold| {
+                            driver.waited = true;
                             driver.begin(env, fold, answer.map(|m| m.as_ref().map(Anchor::from)));
                         });
                         Ok(())
@@ -336,7 +355,12 @@ impl Driver {
             fold,
             "rewind.mark",
             |driver, env, mark, fold| match host::foreign_mark(&mark) {
-                Ok(mark) => driver.begin(env, fold, mark),
+                Ok(mark) => {
+                    // The service's answer is awaited (a microtask at least): the session may
+                    // have moved since rewind was called.
+                    driver.waited = true;
+                    driver.begin(env, fold, mark)
+                }
                 Err(e) => driver.fail_napi(env, e),
             },
             |driver, env, thrown, _| {
@@ -404,9 +428,11 @@ impl Driver {
         match step {
             Step::Snapshot => {
                 let anchor = self.machine()?.anchor();
-                let words = self.host()?.snapshot(env, anchor)?;
-                match words {
-                    Ok(words) => Ok(Some(self.machine()?.snapshot(&words))),
+                let waited = self.waited;
+                let taken = self.host()?.snapshot(env, anchor, waited)?;
+                match taken {
+                    Ok(Taken::Words(words)) => Ok(Some(self.machine()?.snapshot(&words))),
+                    Ok(Taken::Surface(surface)) => Ok(Some(self.machine()?.surface(&surface))),
                     Err(failure) => self.fail_with(env, failure).map(|()| None),
                 }
             }
@@ -435,8 +461,27 @@ impl Driver {
                     Err(failure) => self.fail_with(env, failure).map(|()| None),
                 }
             }
-            Step::Stamp { mark_id } => {
-                self.stamp(env, fold, mark_id)?;
+            Step::Stamp { result, .. } => {
+                // The fold has happened: its result is final. Settle now, stamp afterwards.
+                let job = self.machine.take().ok_or_else(settled_already)?.into_stamp();
+                let target = match self.checkpoint.take().ok_or_else(settled_already)? {
+                    Checkpoint::Store(store) => Target::Store(store),
+                    Checkpoint::Service(service) => Target::Service(service),
+                };
+                let on_error = self.on_stamp_error.take();
+                self.settle(env, |env, deferred| deferred.resolve(env, RewindResult::from(result)));
+                match job {
+                    Ok(job) => stamp::start(
+                        env,
+                        Stamper {
+                            session_id: self.session_id.clone(),
+                            job,
+                            target,
+                            on_error,
+                        },
+                    ),
+                    Err(e) => eprintln!("dsh-fold: {e}"),
+                }
                 Ok(None)
             }
             Step::Done(result) => {
@@ -452,53 +497,6 @@ impl Driver {
         }
         let step = match self.machine() {
             Ok(machine) => summary.and_then(|s| machine.summarized(s)),
-            Err(e) => return self.fail_napi(env, e),
-        };
-        self.run(env, fold, step);
-    }
-
-    /// Step 7: the durable stamp, off the JS thread (or through the checkpoint service).
-    fn stamp(&mut self, env: &Env, fold: &Rc<Fold>, mark_id: u64) -> Result<()> {
-        let stamped = match self.checkpoint()? {
-            Checkpoint::Store(store) => {
-                let (store, session) = (store.clone(), self.session_id.clone());
-                let warned = store.clone();
-                let fold = fold.clone();
-                env.spawn_future_with_callback(
-                    async move {
-                        Ok(guard::future("rewind's stamp", fold::complete_fold(&store, &session, mark_id)).await)
-                    },
-                    move |env, outcome| {
-                        // A stamp that landed with a durability problem (its directory fsync
-                        // failed) is a warning, emitted after the fold has moved on.
-                        fold.drive(env, "rewind.stamp", |driver, env, fold| driver.on_stamped(env, fold, outcome));
-                        crate::store::emit_warnings(env, &warned)
-                    },
-                )?;
-                return Ok(());
-            }
-            Checkpoint::Service(service) => service.complete_fold(env, &self.session_id, mark_id)?,
-        };
-        match stamped {
-            Ok(v) => await_then(
-                env,
-                v,
-                fold,
-                "rewind.stamp",
-                |driver, env, _, fold| driver.on_stamped(env, fold, Ok(true)),
-                |driver, env, thrown, fold| driver.on_stamped(env, fold, Err(stamp_failed(thrown))),
-            )?,
-            Err(thrown) => self.on_stamped(env, fold, Err(stamp_failed(thrown))),
-        }
-        Ok(())
-    }
-
-    fn on_stamped(&mut self, env: &Env, fold: &Rc<Fold>, outcome: CoreResult<bool>) {
-        if self.settled() {
-            return;
-        }
-        let step = match self.machine() {
-            Ok(machine) => machine.stamped(outcome),
             Err(e) => return self.fail_napi(env, e),
         };
         self.run(env, fold, step);

@@ -52,9 +52,6 @@ pub struct RewindResult {
     pub report_chars: i64,
     /// Region tokens minus report tokens; present only when `summarize` priced both (`tokens`).
     pub tokens_freed: Option<i64>,
-    /// Present only when the report was committed but the mark could not be stamped folded: the
-    /// fold happened, the mark still reads active, and the next `rewind` finishes the stamp.
-    pub stamp_error: Option<String>,
 }
 
 impl From<FoldResult> for RewindResult {
@@ -67,7 +64,6 @@ impl From<FoldResult> for RewindResult {
             folded_chars: r.folded_chars as i64,
             report_chars: r.report_chars as i64,
             tokens_freed: r.tokens_freed.map(|t| t as i64),
-            stamp_error: r.stamp_error,
         }
     }
 }
@@ -82,6 +78,12 @@ pub struct RewindOptions {
     /// reason as `cause`, and nothing is written.
     #[napi(ts_type = "AbortSignal")]
     pub signal: Option<Object<'static>>,
+    /// Told when the mark's durable stamp keeps failing after the fold's result was given (the
+    /// fold happened; the mark still reads active, and the next `rewind` finishes the stamp): an
+    /// `Error` whose `code` is the store's (`STORE_IO`, ...). Without it the error is emitted as
+    /// a process warning.
+    #[napi(ts_type = "(error: Error & { code: string }) => void")]
+    pub on_stamp_error: Option<Object<'static>>,
 }
 
 /// The region handed to `summarize`.

@@ -14,16 +14,26 @@ export interface StoreOptions {
 }
 
 /**
- * The session side of a fold, called on the JS thread. `rewind` calls `snapshot` once (and, when
- * the store is in memory, before it returns its promise) with the fold's anchor (the mark's log
- * length: a node no fold from it can reach may carry 0 chars); `summarize` up to
- * `maxSummarizationRetries + 1` times, and what it returns is awaited as `await` does (a
- * promise, any thenable, or the reply itself; a thenable's first callback counts); `commit` at most
- * once, and it must run synchronously: re-snapshot, check `planMatches(plan, snapshot)`, and
- * append the replacement only when it holds. Callbacks are called with the host as `this`.
+ * The session side of a fold, called on the JS thread.
+ *
+ * The surface: a host with a session mirror hands it over as `mirror` (in step with the session
+ * when `rewind` is called) and names the rewind call's assistant message as `current`; the region
+ * is then read off the mirror with no callback. `snapshot(anchor)` is called instead when there is
+ * no `mirror`, or when the fold had to wait for its mark (the session may have moved): it returns
+ * the mirror brought back in step, or a snapshot (the fold's anchor is the mark's log length: a
+ * node no fold from it can reach may carry 0 chars).
+ *
+ * `summarize` is called up to `maxSummarizationRetries + 1` times, and what it returns is awaited
+ * as `await` does (a promise, any thenable, or the reply itself; a thenable's first callback
+ * counts); `commit` at most once, and it must run synchronously: check `planMatches(plan, ...)`
+ * on the surface as it is now (when the log grew since the selection), and append the
+ * replacement only when it holds. The fold's promise settles once `commit` answered
+ * `committed`; the mark's durable stamp follows. Callbacks are called with the host as `this`.
  */
 export interface RewindHost {
-  snapshot(anchor: number): Uint32Array
+  mirror?: SessionMirror
+  current?: number
+  snapshot(anchor: number): Uint32Array | SessionMirror
   summarize(region: FoldRegion, attempt: number): PromiseLike<string | SummaryReply> | string | SummaryReply
   commit(plan: FoldPlan): 'committed' | 'changed'
 }
@@ -78,4 +88,19 @@ export interface CompactionParams {
   maxSummaryTokens: number
   /** A user message longer than this many chars is cut (head and tail kept). */
   pasteChars: number
+}
+
+/**
+ * What `planCompaction` needs beside the session's mirror (which does not keep it): the active
+ * checkpoint marks' anchors (log lengths); per surface node in model order, 0 or 1 + a work
+ * node's fact chars (`ReportFacts.factChars`), or an empty array; and `(seq, chars, core)` of
+ * each earlier checkpoint of ours on the surface (what a later checkpoint carries of it, and its
+ * core: its carried reports as pointers); the seqs of plugin notes.
+ */
+export interface CompactionOverlay {
+  anchors: Uint32Array
+  facts: Uint32Array
+  ours: Uint32Array
+  /** Seqs of the injected messages that are a plugin's transient notes (work, not words to carry). */
+  notes: Uint32Array
 }

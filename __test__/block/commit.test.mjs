@@ -7,6 +7,7 @@ import { TokenMeter } from '@deepseek-ai/dsh-token-meter'
 
 import { NO_METER_NOTE, priceNodes, summaryBody, writeCommit, writeFailure } from '../../plugin/block/commit.js'
 import { visibleChars } from '../../plugin/shared/meter.js'
+import { useMeter } from '../../plugin/shared/mirror.js'
 import { SessionBuilder } from '../helpers/dsh.mjs'
 
 /** A session with two block calls and their results: user(0..) A-call, result, B-call, result. */
@@ -36,18 +37,32 @@ const planOf = (/** @type {number[]} */ seqs, remaining = /** @type {string[]} *
 /** DSH's real meter, un-mounted: its estimator is a pure method. */
 const meter = Object.create(TokenMeter.prototype)
 
+/** Runs `f` while the session mirrors price nodes with `meter` (as a host with the meter mounted). */
+function priced(/** @type {() => void} */ f) {
+  const off = useMeter(meter)
+  try {
+    f()
+  } finally {
+    off()
+  }
+}
+
 describe('writeCommit', () => {
-  it('appends start, summary, replacement, end adjacent, priced by the meter', () => {
+  it('appends start, summary, replacement, end adjacent, priced by the meter (through the session mirror)', () => {
     const { session, user, a, ra, c, rc } = built()
     const before = session.seq
-    const result = writeCommit(session, {
-      plan: planOf([a, ra], ['B']),
-      summary: 'alpha needs 1.21 GW',
-      requestSeq: before,
-      route: { provider: 'p', model: 'm' },
-      turn: 1,
-      meter,
-      language: 'en',
+    /** @type {any} */
+    let result
+    priced(() => {
+      result = writeCommit(session, {
+        plan: planOf([a, ra], ['B']),
+        summary: 'alpha needs 1.21 GW',
+        requestSeq: before,
+        route: { provider: 'p', model: 'm' },
+        turn: 1,
+        metered: true,
+        language: 'en',
+      })
     })
     const [start, summary, replacement, end] = session.events.slice(before)
     assert.deepEqual(result.seqs, { start: start.seq, summary: summary.seq, replacement: replacement.seq, end: end.seq })
@@ -64,7 +79,7 @@ describe('writeCommit', () => {
 
   it('without a meter: prices model-visible characters / 4 and says so', () => {
     const { session, a, ra } = built()
-    const result = writeCommit(session, { plan: planOf([a, ra]), summary: 's', requestSeq: session.seq, route: undefined, turn: 1, meter: undefined, language: 'en' })
+    const result = writeCommit(session, { plan: planOf([a, ra]), summary: 's', requestSeq: session.seq, route: undefined, turn: 1, metered: false, language: 'en' })
     const chars = [a, ra].reduce((t, s) => t + visibleChars(session.deriveEventMessage(session.events[s]).content), 0)
     assert.equal(result.tokensFreed, Math.ceil(chars / 4))
     assert.equal(result.note, NO_METER_NOTE.en)
@@ -80,7 +95,7 @@ describe('writeCommit', () => {
     const before = session.seq
     // A range whose end is not on the surface: the session rejects the replace.
     assert.throws(
-      () => writeCommit(session, { plan: { ...planOf([a, c]), end: 999 }, summary: 's', requestSeq: before, route: undefined, turn: 1, meter, language: 'en' }),
+      () => writeCommit(session, { plan: { ...planOf([a, c]), end: 999 }, summary: 's', requestSeq: before, route: undefined, turn: 1, metered: true, language: 'en' }),
       /999|surface/,
     )
     const [start, summary, end, ...rest] = session.events.slice(before)
@@ -121,7 +136,7 @@ describe('the summary body and its price', () => {
     const b = new SessionBuilder('empty')
     b.logOnly('step/start', { turn: 0, step: 1 })
     const empty = b.assistant({})
-    assert.equal(priceNodes(b.session, [empty], meter), 0)
-    assert.equal(priceNodes(b.session, [empty], undefined), 0)
+    priced(() => assert.equal(priceNodes(b.session, { seqs: [empty] }, true), 0))
+    assert.equal(priceNodes(b.session, { seqs: [empty] }, false), 0)
   })
 })

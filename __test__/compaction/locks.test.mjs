@@ -17,7 +17,7 @@ import { defineTool } from '@deepseek-ai/dsh-tools'
 
 import { addon } from '../../plugin/shared/addon.js'
 import { blockSnapshot } from '../../plugin/block/surface.js'
-import { isRewindReportSource } from '../../plugin/shared/surface.js'
+import { isRewindReportSource } from '../../plugin/shared/session.js'
 import Checkpoint from '../../plugin/fold/checkpoint.js'
 import Rewind from '../../plugin/fold/rewind.js'
 import { agentOn, bootHost, compactionsOf, PressureModel, probe, prompt, protocolProblems } from './harness.mjs'

@@ -2,8 +2,9 @@
 // into the store file in a loop and reports every acknowledged operation; the parent kills it
 // with SIGKILL at a random moment, over and over, on one store. After every kill: the store
 // file parses (JSON.parse + unit) and the journal reads by its documented format (a torn tail
-// at most), every acknowledged mark is there, every acknowledged stamp is there, and no id is
-// ever handed out twice.
+// at most), every acknowledged mark is there, every acknowledged stamp is there (a rewind's
+// stamp is acknowledged by the next mark the worker acknowledged: the fold does not wait for
+// it), and no id is ever handed out twice.
 import assert from 'node:assert/strict'
 import { existsSync, rmSync } from 'node:fs'
 import path from 'node:path'
@@ -65,7 +66,12 @@ describe('SIGKILL at random moments', () => {
         assert.equal(s, session)
         acked.set(id, s)
       }
-      for (const id of [...acks.stamped, ...acks.folded]) stamped.add(id)
+      for (const id of acks.stamped) stamped.add(id)
+      // A rewind resolves once its replacement is appended, before its stamp is written (the
+      // session log is the fold's record; crash repair finishes a stamp that never landed). Its
+      // stamp was queued first, so the worker's next acknowledged mark, written after it by the
+      // group commit, acknowledges the stamp too.
+      for (const id of acks.folded) if (acks.marked.some((m) => m.id > id)) stamped.add(id)
 
       // The file as any reader sees it: whole, and holding everything acknowledged.
       if (!existsSync(file)) {

@@ -9,7 +9,8 @@
  * concurrency suites spawn: it marks / stamps / folds in a loop and prints one line per
  * acknowledged operation, after its promise resolved:
  *   `m <id> <sessionId>`  a mark resolved       `f <id>`  completeFold resolved true
- *   `r <id>`              a rewind resolved (the mark is folded)
+ *   `r <id>`              a rewind resolved (the fold happened; its stamp is queued, written
+ *                         before any later write of the store)
  *   `c`                   compactStore resolved (the journal is in the store file)
  * and `ready` before the loop (then waits for a `go` line on stdin when `spec.waitGo`), `done` at the end.
  */

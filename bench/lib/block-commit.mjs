@@ -1,19 +1,20 @@
 /**
  * @module bench/lib/block-commit
- * Block mode, the commit half (issue 11): the plugin's whole commit of a block summary against
- * DSH's own four appends, on the same 10,000-event session. Target: the commit within 2× the
- * appends (median over median).
+ * Block mode, the commit half (issues 11, 23): the plugin's whole commit of a block summary
+ * against DSH's own four appends, on the same 10,000-event session. Target: the commit within
+ * 1.5× the appends (median over median).
  *
  * - **baseline**: the four events DSH's compaction writes for a summary it already has
  *   (`compaction/start`, `compaction/summary`, the replacement `user/message` with
  *   `compactCheckpointSource`, `compaction/end`: the shapes of `dsh-compaction-basic`'s
  *   `commitCompactionBody`), the range, the price and the message prepared beforehand, as
  *   compaction-basic prepares them before its commit. Only the appends are timed.
- * - **ours**: what the plugin does when a queued summary lands — `blockSnapshot(session)` and
- *   `planBlockSummary(...)` (the plan), then `writeCommit` (the price from DSH's real
- *   TokenMeter, the checkpoint message, the same four appends). The encoder has seen the session
- *   before (the plugin planned it when `block_summary` ran), as in the normal case.
- * - **first call**: the same commit on a session the encoder has never seen (the first summary
+ * - **ours**: what the plugin does when a queued summary lands — `planBlockSummary(...)` on the
+ *   session's mirror (the plan, with the replaced nodes' price the mirror kept as they were
+ *   appended with DSH's real TokenMeter), then `writeCommit` (the checkpoint message, the same
+ *   four appends), then the mirror catching up with those four events (what its listener does
+ *   in a host). The mirror was in step before (the plugin planned when `block_summary` ran).
+ * - **first call**: the same commit on a session the plugin has never seen (the first summary
  *   after a restore or a fork), reported apart.
  *
  * Each repetition replays the recorded session twice (untimed), commits on one with each
@@ -28,18 +29,21 @@ import { createUserMessage } from '@deepseek-ai/dsh-llm'
 import { TokenMeter } from '@deepseek-ai/dsh-token-meter'
 
 import { writeCommit } from '../../plugin/block/commit.js'
-import { blockSnapshot } from '../../plugin/block/surface.js'
+import { callBlockIds } from '../../plugin/block/surface.js'
+import { mirrorOf, trackBlockTool, useMeter, withLog } from '../../plugin/shared/mirror.js'
 import { check, log } from './common.mjs'
 import { now, quiesce, summarize, us } from './stats.mjs'
 
 const ROUTE = { provider: 'deepseek', model: 'deepseek-chat' }
 const SUMMARY = 'The tokenizer splits on whitespace and punctuation; src/lexer.rs holds the state machine; cargo test passed 12.'
 
-/** DSH's real token meter, mounted on a cordis Context, taken as the plugin takes it. */
+/** DSH's real token meter, mounted on a cordis Context; the session mirrors price with it. */
 async function realMeter() {
   const root = new Context()
   await root.plugin(TokenMeter)
   const service = root.tokenMeter
+  useMeter(service)
+  trackBlockTool('block_run_code', callBlockIds)
   return { estimateMessage: service.estimateMessage.bind(service) }
 }
 
@@ -75,12 +79,15 @@ function dshAppends(session, range, tokens, message, compactionId) {
 
 /**
  * The plugin's whole commit of the current block's summary (what `block.js` does when it lands).
- * @param {any} addon @param {any} session @param {{current: string, requestSeq: number}} r @param {any} meter
+ * @param {any} addon @param {any} session @param {{current: string, requestSeq: number}} r
  */
-function ourCommit(addon, session, r, meter) {
-  const planned = addon.planBlockSummary(session.id, blockSnapshot(session), [r.current], r.requestSeq)
+function ourCommit(addon, session, r) {
+  const planned = addon.planBlockSummary(session.id, withLog(session).native, [r.current], r.requestSeq)
   if (planned.status !== 'commit') throw new Error(`expected a commit, got ${JSON.stringify(planned)}`)
-  return writeCommit(session, { plan: planned.plan, summary: SUMMARY, requestSeq: r.requestSeq, route: ROUTE, turn: null, meter, language: 'en' })
+  const result = writeCommit(session, { plan: planned.plan, summary: SUMMARY, requestSeq: r.requestSeq, route: ROUTE, turn: null, metered: true, language: 'en' })
+  // What the mirror's listener does for the four events in a host (this session is detached).
+  mirrorOf(session)
+  return result
 }
 
 /**
@@ -99,7 +106,7 @@ export async function measureCommit(r, reps, { addon, replay, name }) {
     const theirs = replay(r.ops, `commit-dsh-${i}`)
     const mine = replay(r.ops, `commit-ours-${i}`)
     const cold = i >= reps.reps
-    if (!cold) blockSnapshot(mine) // the plugin planned this session when block_summary ran
+    if (!cold) withLog(mine) // the plugin planned this session when block_summary ran
     // DSH prepares its message and price before it commits; only its appends are timed.
     const compactionId = `dsh-${i}`
     const message = createUserMessage({ content: [{ type: 'text', text: `<block-summary>\n${SUMMARY}\n</block-summary>` }], source: compactCheckpointSource(compactionId) })
@@ -114,7 +121,7 @@ export async function measureCommit(r, reps, { addon, replay, name }) {
     }
     const runOurs = () => {
       const t0 = now()
-      result = ourCommit(addon, mine, r, meter)
+      result = ourCommit(addon, mine, r)
       return us(t0, now())
     }
     if (cold) first.push(runOurs())

@@ -200,15 +200,36 @@ export function recordSession(targetEvents, options = {}) {
  * @param {ReturnType<typeof recordSession>} rec
  * @param {string} id
  * @param {(session: any) => void} [atWarm] called once the events before the compaction are in
+ * @param {{holdLast?: boolean}} [options] `holdLast`: leave the last recorded append out (the
+ *   caller appends it later with `appendLast`)
  */
-export function replay(rec, id, atWarm) {
-  const session = Session.create(SessionId(id))
+export function replay(rec, id, atWarm, options) {
+  return replayInto(rec, Session.create(SessionId(id)), atWarm, options)
+}
+
+/**
+ * Replays a recording into `session` (a fresh one, possibly attached to a host).
+ * @param {ReturnType<typeof recordSession>} rec
+ * @param {any} session
+ * @param {(session: any) => void} [atWarm] called once the events before the compaction are in
+ * @param {{holdLast?: boolean}} [options] as `replay`'s
+ */
+export function replayInto(rec, session, atWarm, { holdLast = false } = {}) {
   const { ops } = rec
-  for (let i = 0; i < ops.length; i++) {
+  for (let i = 0; i < ops.length - (holdLast ? 1 : 0); i++) {
     if (i === rec.warmAt && atWarm) atWarm(session)
     const op = ops[i]
     if (op.opts === undefined) session.append(op.type, op.data)
     else session.append(op.type, op.data, op.opts)
   }
   return session
+}
+
+/**
+ * Appends the recording's last append (held back by `replay(..., {holdLast: true})`).
+ * @param {ReturnType<typeof recordSession>} rec @param {any} session
+ */
+export function appendLast(rec, session) {
+  const op = rec.ops[rec.ops.length - 1]
+  return op.opts === undefined ? session.append(op.type, op.data) : session.append(op.type, op.data, op.opts)
 }

@@ -12,8 +12,8 @@
  * - `tools.block_summary({ids, summary})`, callable only inside a program, replaces the
  *   surface run from the first to the last message of those blocks with the model's summary.
  *   The range is planned by the addon (`planBlockSummary`, rules in
- *   `crates/fold-core/src/blocks.rs`) over `blockSnapshot(session)`; the four events are
- *   written by `block-commit.js`. A summary requested from inside its own block waits for the
+ *   `crates/fold-core/src/blocks.rs`) on the session's mirror (`../shared/mirror.js`, which reads
+ *   each block call's ids as it is appended); the four events are written by `commit.js`. A summary requested from inside its own block waits for the
  *   program's result (it is pending): it is queued and lands right after that result, before
  *   the next model request.
  * - A guard refuses every direct call but `block_run_code`, and a `block_run_code` nested in
@@ -22,7 +22,7 @@
  *   size and close blocks, and, when `recall` is mounted, how to call it from a program. The
  *   recall hint that ends each summary spells the call as a program writes it
  *   (`await tools.recall({...})` inside a `block_run_code` program): a direct call is refused.
- * - Pending requests are rebuilt from the log (`block-log.js`) when a session is created —
+ * - Pending requests are rebuilt from the log (`log.js`) when a session is created —
  *   restored from disk or forked — and whenever the plugin mounts.
  * - A queued summary that can no longer land (stale: the user, another block summary or a rewind
  *   report or compaction arrived in its range after it was written; protected; unknown by then)
@@ -44,7 +44,8 @@ import { blockIdsOrNone, codedError, normalizeBlockIds, normalizeDescription, no
 import { writeCommit, writeFailure } from './commit.js'
 import { programCallee, recallHint, recallToolName } from '../recall/hint.js'
 import { SessionBlocks } from './log.js'
-import { blockSnapshot, describeBlockSession } from './surface.js'
+import { callBlockIds } from './surface.js'
+import { mirrorOf, mountMirror, trackBlockTool, useMeter, withLog } from '../shared/mirror.js'
 
 /**
  * @typedef {object} BlockConfig
@@ -189,8 +190,8 @@ class BlockMode {
   #sessions = new WeakMap()
   /** @type {WeakSet<object>} sessions with a drain already scheduled */
   #scheduled = new WeakSet()
-  /** @type {{estimateMessage(message: any): number} | undefined} DSH's token meter's estimator, when mounted */
-  meter = undefined
+  /** Whether DSH's token meter is mounted: commits are then priced in its tokens. */
+  metered = false
 
   /** @param {any} ctx @param {BlockConfig} config */
   constructor(ctx, config) {
@@ -212,7 +213,7 @@ class BlockMode {
    * @returns {import('../../index.js').BlockPlan}
    */
   plan(session, request) {
-    return addon.planBlockSummary(session.id, blockSnapshot(session, { blockToolName: this.config.toolName }), request.targets, request.requestSeq)
+    return addon.planBlockSummary(session.id, withLog(session).native, request.targets, request.requestSeq)
   }
 
   /**
@@ -238,7 +239,7 @@ class BlockMode {
       requestSeq: request.requestSeq,
       route: request.route ?? state.route,
       turn: state.openTurn,
-      meter: this.meter,
+      metered: this.metered,
       language: this.config.language,
       // Recall is reachable only from a program here: the hint spells the call as one writes it.
       hint: (/** @type {string[]} */ closed) => recallHint(this.ctx, { block: closed[0] }, this.config.language, { program: this.config.toolName }),
@@ -301,14 +302,14 @@ class BlockMode {
   }
 
   /**
-   * Rebuilds a session's pending requests from its log and tries them. The planner's encoder
-   * reads the log here too, so a restored or forked session's first summary does not pay for
+   * Rebuilds a session's pending requests from its log and tries them. The session's mirror is
+   * brought in step here too, so a restored or forked session's first summary does not pay for
    * describing its whole history.
    * @param {any} session
    */
   recover(session) {
     const state = this.stateOf(session)
-    describeBlockSession(session, { blockToolName: this.config.toolName })
+    mirrorOf(session)
     if (state.queue.size > 0) this.schedule(session)
   }
 
@@ -337,9 +338,6 @@ class BlockMode {
 
   /** @param {any} session @param {any} event */
   onEvent(session, event) {
-    // Keep the planner's encoder caught up step by step (outside the append), so a long
-    // session's first summary does not describe its whole history inside `block_summary`.
-    if (event.type === 'step/end') queueMicrotask(() => this.#guarded('describing the session', () => describeBlockSession(session, { blockToolName: this.config.toolName })))
     const state = this.#sessions.get(session)
     if (state === undefined || state.queue.size === 0 || !RETRY_ON.has(event.type)) return
     this.schedule(session)
@@ -356,19 +354,21 @@ export function apply(ctx, config) {
   const mode = new BlockMode(ctx, config)
   const { toolName, summaryToolName, language } = config
 
-  // DSH's token meter prices the commit when the host mounts one (dsh-base does).
+  // The session mirrors read each block call's ids as it is appended (they need every event of
+  // a session, so a restored one is described whole, once); DSH's token meter prices their nodes
+  // when the host mounts one (dsh-base does), which prices the commit.
+  ctx.effect(() => trackBlockTool(toolName, (/** @type {unknown} */ args) => callBlockIds(args)), 'dsh-fold/block: block ids')
   ctx.inject(['tokenMeter'], (/** @type {any} */ meterCtx) => {
-    const service = meterCtx.tokenMeter
-    // Taken from the service once: each call through cordis's service proxy costs ~2.5 µs,
-    // and a commit prices every replaced node.
-    const meter = { estimateMessage: service.estimateMessage.bind(service) }
     meterCtx.effect(() => {
-      mode.meter = meter
+      const off = useMeter(meterCtx.tokenMeter)
+      mode.metered = true
       return () => {
-        if (mode.meter === meter) mode.meter = undefined
+        off()
+        mode.metered = false
       }
     }, 'dsh-fold/block: token meter')
   })
+  mountMirror(ctx)
 
   ctx.tools.guard((/** @type {any} */ exec) => {
     if (exec.parent === undefined) return exec.name === toolName ? undefined : directCallRefusal(toolName)

@@ -18,18 +18,18 @@
  * result into an error. `blockPtc: {remaining, closed, requestSeq}` on the replacement (and
  * `{closed, requestSeq}` on the bracket) is what later plans and recovery read back.
  *
- * Pricing: with DSH's token meter, each replaced node costs `estimateMessage` of its derived
- * message — the same number the meter's own surface fold holds for it, so the meter's O(1)
- * context projection and `measure()` stay equal after the replace. Without a meter the price
- * is model-visible characters / 4 and the result says so in `note`.
+ * Pricing, from the session's mirror (which priced each node as it was appended): with DSH's
+ * token meter, each replaced node costs `estimateMessage` of its derived message — the same
+ * number the meter's own surface fold holds for it, so the meter's O(1) context projection and
+ * `measure()` stay equal after the replace. Without a meter the price is model-visible
+ * characters / 4 and the result says so in `note`.
  */
 import { randomUUID } from 'node:crypto'
 
 import { compactCheckpointSource } from '@deepseek-ai/dsh-compaction'
 import { errorChain } from '@deepseek-ai/dsh-llm'
 
-import { visibleChars } from '../shared/meter.js'
-import { eventLog } from '../shared/surface.js'
+import { mirrorOf } from '../shared/mirror.js'
 
 /** Characters per token of the fallback price (DSH's meter uses the same density). */
 const CHARS_PER_TOKEN = 4
@@ -72,22 +72,15 @@ function checkpointMessage(text, source) {
 }
 
 /**
- * The token price of surface nodes.
- * @param {any} session @param {ArrayLike<number>} seqs
- * @param {{estimateMessage(message: any): number} | undefined} meter DSH's token meter
+ * The token price of replaced surface nodes: the plan's, as the planner read it off the session's
+ * mirror, or asked of the mirror. Without a token meter, model-visible chars / 4.
+ * @param {any} session @param {{seqs: ArrayLike<number>, tokens?: number | null, chars?: number | null}} plan
+ * @param {boolean} metered whether the host has DSH's token meter
  * @returns {number}
  */
-export function priceNodes(session, seqs, meter) {
-  const log = eventLog(session)
-  let tokens = 0
-  let chars = 0
-  for (const seq of Array.from(seqs)) {
-    const message = session.deriveEventMessage(log[seq])
-    if (message === null) continue
-    if (meter) tokens += meter.estimateMessage(message)
-    else chars += visibleChars(message.content)
-  }
-  return meter ? tokens : Math.ceil(chars / CHARS_PER_TOKEN)
+export function priceNodes(session, plan, metered) {
+  const { tokens, chars } = plan.chars == null ? mirrorOf(session).native.price(Uint32Array.from(plan.seqs)) : plan
+  return metered && tokens != null ? tokens : Math.ceil((chars ?? 0) / CHARS_PER_TOKEN)
 }
 
 /**
@@ -97,7 +90,7 @@ export function priceNodes(session, seqs, meter) {
  * @property {number} requestSeq
  * @property {{provider: string, model: string} | undefined} route the request that wrote the summary
  * @property {number | null} turn the open turn (null between turns)
- * @property {{estimateMessage(message: any): number} | undefined} meter
+ * @property {boolean} metered whether the host has DSH's token meter (else chars / 4)
  * @property {'en' | 'zh'} language
  * @property {(closed: string[]) => string} [hint] the line to append to the summary (the recall hint)
  */
@@ -120,9 +113,9 @@ export function priceNodes(session, seqs, meter) {
  * @throws when an append before the replacement fails; the bracket is closed with the error
  *   first, so the session is left with no open compaction lock and an unchanged surface
  */
-export function writeCommit(session, { plan, summary, requestSeq, route, turn, meter, language, hint }) {
+export function writeCommit(session, { plan, summary, requestSeq, route, turn, metered, language, hint }) {
   const seqs = Array.from(plan.seqs)
-  const shadowedTokenCount = priceNodes(session, seqs, meter)
+  const shadowedTokenCount = priceNodes(session, plan, metered)
   const remaining = [...plan.remaining]
   const closed = [...plan.closed]
   const compactionId = randomUUID()
@@ -169,7 +162,7 @@ export function writeCommit(session, { plan, summary, requestSeq, route, turn, m
     replaced: seqs.length,
     tokensFreed: shadowedTokenCount,
     ...(remaining.length > 0 ? { ids: remaining } : {}),
-    ...(meter ? {} : { note: NO_METER_NOTE[language] ?? NO_METER_NOTE.en }),
+    ...(metered ? {} : { note: NO_METER_NOTE[language] ?? NO_METER_NOTE.en }),
     seqs: { start: start.seq, summary: summaryEvent.seq, replacement: replacement.seq, ...(end ? { end: end.seq } : {}) },
   }
 }

@@ -21,7 +21,7 @@
  */
 import { blockIdsOrNone } from './args.js'
 import { compactionLock } from '../shared/compaction-lock.js'
-import { eventLog } from '../shared/surface.js'
+import { eventLog } from '../shared/session.js'
 
 /**
  * @typedef {object} SummaryRequest

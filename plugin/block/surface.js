@@ -1,8 +1,10 @@
 /**
  * @module plugin/block/surface
- * Describes a real DSH `Session`'s surface to the block planner: the version 2 snapshot (one
- * `Uint32Array`, format documented in `crates/fold-core/src/surface.rs`) that the addon's
- * `planBlockSummary` reads. Block ids travel inside it as their UTF-16 code units, so no string
+ * The version 2 (block mode) snapshot of a real DSH `Session` (one `Uint32Array`, format
+ * documented in `crates/fold-core/src/surface.rs`), built from the session alone: what a host
+ * without the session mirror hands `planBlockSummary`, and the from-scratch description the tests
+ * hold the mirror to (block mode plans on the mirror). It also reads a block call's ids
+ * (`callBlockIds`), for the mirror and for itself. Block ids travel inside it as their UTF-16 code units, so no string
  * crosses into the addon and two distinct ids never become one.
  *
  * It reads facts only — each block call's `ids` (or legacy `id`) from its assistant message's
@@ -26,8 +28,9 @@
  */
 import { blockIdsOrNone } from './args.js'
 import { noticedRequests } from './log.js'
+import { blockSummaryIds, isSystemMessage } from '../shared/mirror.js'
 import { compactionLock } from '../shared/compaction-lock.js'
-import { eventLog } from '../shared/surface.js'
+import { eventLog } from '../shared/session.js'
 
 const FORMAT = 2
 const OPEN_COMPACTION = 1
@@ -36,18 +39,7 @@ const PROTECTED = 1 << 2
 const USER_AUTHORED = 1 << 3
 const BLOCK_SUMMARY = 1 << 4
 const REPLACEMENT = 1 << 5
-const MESSAGE_TYPES = new Set(['user/message', 'assistant/message', 'tool/result'])
-const SYSTEM_ROLES = new Set(['system', 'developer'])
-
-/**
- * The default protected rule (see the module docs).
- * @param {any} event a surface event
- */
-export function isSystemMessage(event) {
-  if (!MESSAGE_TYPES.has(event.type)) return true
-  const message = event.type === 'user/message' ? event.data : event.data?.message
-  return SYSTEM_ROLES.has(message?.role) || SYSTEM_ROLES.has(message?.source?.kind)
-}
+export { isSystemMessage }
 
 /**
  * The block ids a logged `block_run_code` call tags: its arguments' ids, or none when they are
@@ -71,10 +63,7 @@ export function callBlockIds(raw) {
  * @returns {string[] | undefined}
  */
 export function summaryCarriedIds(source) {
-  const block = source?.blockPtc
-  if (typeof block !== 'object' || block === null) return undefined
-  const remaining = Array.isArray(block.remaining) ? block.remaining : []
-  return remaining.filter((/** @type {unknown} */ id) => typeof id === 'string' && id !== '')
+  return blockSummaryIds(source)?.remaining
 }
 
 class BlockDescriptors {

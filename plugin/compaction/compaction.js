@@ -25,7 +25,8 @@
  *   after a reduction, at most `maxOverflowRetries` times per idle period.
  *
  * What is new is the policy (`crates/fold-core/src/compaction.rs`, through the addon's
- * `planCompaction`): where the range ends and what the summary carries; `summary.js` writes it.
+ * `planCompaction` on the session's mirror, with what the mirror does not keep beside it:
+ * overlay.js): where the range ends and what the summary carries; `summary.js` writes it.
  */
 import { randomUUID } from 'node:crypto'
 
@@ -35,10 +36,13 @@ import { CONTEXT_WINDOW_EXCEEDED_CODE, createUserMessage, errorChain } from '@de
 import { addon } from '../shared/addon.js'
 import { Config, budgets, policyFor, resolveConfig, summaryCap } from './config.js'
 import { liveCompaction } from '../shared/compaction-lock.js'
-import { eventLog } from '../shared/surface.js'
+import { eventLog } from '../shared/session.js'
 import { openTurn } from './lock.js'
-import { forgetReportFacts, warmReportFacts } from './report-facts.js'
-import { OWN_MARKER, compactionSnapshot, describeSurface, workSeqs } from './snapshot.js'
+import { callBlockIds } from '../block/surface.js'
+import { mirrorOf, mountMirror, trackBlockTool, useMeter } from '../shared/mirror.js'
+import { compactionOverlay } from './overlay.js'
+import { warmReportFacts } from './report-facts.js'
+import { OWN_MARKER } from './source.js'
 import { composeSummary, llmSummary, routeOf } from './summary.js'
 
 export { Config }
@@ -71,6 +75,11 @@ export default class FoldCompactionEngine extends CompactionEngine {
   constructor(ctx, config = {}) {
     super(ctx)
     this.config = resolveConfig(config)
+    // The policy reads each session's mirror (fed as events are appended): priced by DSH's
+    // meter, block ids read off `blockToolName`'s calls.
+    mountMirror(ctx)
+    ctx.effect(() => useMeter(ctx.tokenMeter), 'dsh-fold/compaction: token meter')
+    ctx.effect(() => trackBlockTool(this.config.blockToolName, (/** @type {unknown} */ args) => callBlockIds(args)), 'dsh-fold/compaction: block ids')
     if (this.config.auto) this._registerAutomatic()
   }
 
@@ -97,8 +106,8 @@ export default class FoldCompactionEngine extends CompactionEngine {
       if (status === 'idle') this.overflowRetries.delete(agent)
     })
     ctx.on('session/event', (/** @type {any} */ session, /** @type {any} */ event) => {
-      // Keep the snapshot's per-event facts caught up step by step, outside the append, so a
-      // compaction does not describe a long surface inside the step boundary it runs at.
+      // Read each new work message for the report after its step, outside the append, so a
+      // compaction does not read a long range inside the step boundary it runs at.
       if (event.type === 'step/end') queueMicrotask(() => this._warm(session))
       if (event.type !== 'assistant/message') return
       const agent = this.overflowAgents.get(session)
@@ -128,11 +137,11 @@ export default class FoldCompactionEngine extends CompactionEngine {
   /** @param {any} session */
   _warm(session) {
     try {
-      describeSurface(session, this.config.blockToolName)
-      // The extractive summary condenses work runs from facts read once per message, here.
-      if (this.config.summarizer === 'extractive') warmReportFacts(session, workSeqs(session, this.config.blockToolName))
+      // The extractive summary condenses work runs from facts read once per message, here (the
+      // llm summarizer reads them only when it falls back).
+      if (this.config.summarizer === 'extractive') warmReportFacts(session)
     } catch (error) {
-      this.ctx.logger?.warn?.(`dsh-fold/compaction: describing the session failed: ${/** @type {Error} */ (error)?.message ?? error}`)
+      this.ctx.logger?.warn?.(`dsh-fold/compaction: reading the session's new messages failed: ${/** @type {Error} */ (error)?.message ?? error}`)
     }
   }
 
@@ -163,15 +172,15 @@ export default class FoldCompactionEngine extends CompactionEngine {
    */
   _plan(session, trigger, pressure, anchors, measured) {
     const measurement = measured?.logRevision === eventLog(session).length ? measured : this.ctx.tokenMeter.measure(session)
-    const snapshot = compactionSnapshot(session, measurement, { anchors, blockToolName: this.config.blockToolName })
-    const plan = addon.planCompaction(snapshot, {
+    const params = {
       trigger,
       totalTokens: measurement.totalTokens,
       thresholdTokens: pressure.thresholdTokens ?? 0,
       retainTokens: pressure.retainTokens ?? 0,
       maxSummaryTokens: summaryCap(this.config, pressure.contextWindow),
       pasteChars: this.config.pasteChars,
-    })
+    }
+    const plan = addon.planCompaction(mirrorOf(session).native, params, compactionOverlay(session, anchors))
     return { plan, measurement }
   }
 
@@ -299,12 +308,12 @@ export default class FoldCompactionEngine extends CompactionEngine {
     const nowEnd = session.surface.nodes.indexOf(end)
     if (nowStart !== startPos || nowEnd !== endPos) throw new Error(`compactRegion: the range ${start}..${end} moved on the surface while the compaction was prepared`)
     const measurement = this.ctx.tokenMeter.measure(session)
-    const snapshot = compactionSnapshot(session, measurement, { anchors, blockToolName: this.config.blockToolName })
     const plan = addon.planCompactionRange(
-      snapshot,
+      mirrorOf(session).native,
       { trigger: 'manual', totalTokens: measurement.totalTokens, thresholdTokens: 0, retainTokens: 0, maxSummaryTokens: summaryCap(this.config, contextWindow), pasteChars: this.config.pasteChars },
       startPos,
       endPos + 1,
+      compactionOverlay(session, anchors),
     )
     const target = routedTarget(session) ?? routeOf(session, agent)
     return this._transact(agent, plan, measurement, { owner: 'turn', trigger: 'region', signal, policy: target ? policyFor(this.config, target) : this.config })
@@ -371,7 +380,6 @@ export default class FoldCompactionEngine extends CompactionEngine {
       })
       const endEvent = session.append('compaction/end', lifecycle)
       closed = true
-      forgetReportFacts(session, seqs)
       result = {
         compactionId,
         ...(sourceCommandId === undefined ? {} : { sourceCommandId }),

@@ -6,7 +6,7 @@
  * (this backend, a rewind, block mode) reads it through the one shared rule,
  * plugin/shared/compaction-lock.js (`liveCompaction`).
  */
-import { eventLog } from '../shared/surface.js'
+import { eventLog } from '../shared/session.js'
 
 /** @type {WeakMap<object, {scanned: number, openTurn: number | null}>} the log is append-only: each session is read once, forward */
 const turns = new WeakMap()

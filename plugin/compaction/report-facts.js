@@ -7,16 +7,18 @@
  * Contract: `reportFactsOf(session, seq)` is the addon's `ReportFacts` of the message event `seq`
  * derives (`session.deriveEventMessage`, the message a region's report reads), or `null` for an
  * event that derives none; computed on first use and kept per session, with its `factChars`
- * (what the policy sizes a run's report by: `knownFactChars`, for the facts already read). `warmReportFacts` computes
- * the ones a later compaction may need — the work nodes on the surface — and is called after each
- * step, outside any append. `forgetReportFacts` drops the facts of nodes a compaction replaced
- * (they are never on the surface again), so what is kept is bounded by the surface.
+ * (what the policy sizes a run's report by: `knownFactChars`, for the facts already read).
+ * `warmReportFacts` reads the work messages (model messages, tool results) appended since its
+ * last call and drops the facts of nodes a replacement took off the surface since (a fold, a
+ * block summary, a compaction: they are never on the surface again), so what is kept is bounded
+ * by the surface; it is called after each step, outside any append, and costs what the new
+ * events cost.
  * `extractiveReportOf(facts, options)` over a run's facts writes the same bytes as
  * `extractiveReport(JSON.stringify(messages), options)` over its messages (the core's one
  * extraction, `crates/fold-core/src/report/facts.rs`).
  */
 import { addon } from '../shared/addon.js'
-import { eventLog } from '../shared/surface.js'
+import { eventLog } from '../shared/session.js'
 
 /**
  * @typedef {{facts: import('../../index.js').ReportFacts, factChars: number}} Read a message's
@@ -67,20 +69,27 @@ export function knownFactChars(session, seq) {
   return f === undefined ? undefined : (f?.factChars ?? 0)
 }
 
-/**
- * Computes the report facts of the nodes of `seqs` not yet read.
- * @param {any} session @param {Iterable<number>} seqs
- */
-export function warmReportFacts(session, seqs) {
-  const facts = factsOf(session)
-  for (const seq of seqs) if (!facts.has(seq)) read(session, seq)
-}
+/** @type {WeakMap<object, number>} how far each session's log was read by `warmReportFacts` */
+const warmed = new WeakMap()
+
+const WORK = new Set(['assistant/message', 'tool/result'])
 
 /**
- * Drops the facts of replaced nodes.
- * @param {any} session @param {Iterable<number>} seqs
+ * Reads the work messages appended since the last call; forgets the nodes replaced since.
+ * @param {any} session
  */
-export function forgetReportFacts(session, seqs) {
-  const facts = cache.get(session)
-  if (facts) for (const seq of seqs) facts.delete(seq)
+export function warmReportFacts(session) {
+  const log = eventLog(session)
+  const facts = factsOf(session)
+  let seq = warmed.get(session) ?? 0
+  if (seq > log.length) seq = 0
+  // A long stretch (a session restored or forked with its history): only what is still on the
+  // surface is read, not what a replacement took off it long ago.
+  const surface = log.length - seq > 256 ? new Set(session.surface.nodes) : undefined
+  for (; seq < log.length; seq++) {
+    const event = log[seq]
+    if (event?.surfaceOp?.op === 'replace') for (const s of event.sourceEventSeqs ?? []) facts.delete(s)
+    else if (WORK.has(event?.type) && !facts.has(seq) && (surface === undefined || surface.has(seq))) read(session, seq)
+  }
+  warmed.set(session, log.length)
 }

@@ -8,14 +8,16 @@
  * report-facts.js) and an earlier checkpoint's core; and the anchors of the active checkpoint
  * marks.
  *
- * What a node *is* derives from its immutable event, so each event is described once and cached
- * per session; a snapshot costs one pass over the surface. The session mirror (DESIGN § Round 3)
- * replaces this cache when it lands; the policy reads the same facts from it.
+ * The backend plans on the session mirror (`planCompaction(mirror, params, overlay)`,
+ * overlay.js); this snapshot is the same input described from the session alone, from scratch
+ * at every call (no cache): the oracle the tests hold the mirror's plan to, and the input of a
+ * host without a mirror.
  */
 import { isCompactCheckpointSource } from '@deepseek-ai/dsh-compaction'
 
+import { isOwnCheckpointSource } from './source.js'
 import { visibleChars } from '../shared/meter.js'
-import { eventLog, isRewindReportSource } from '../shared/surface.js'
+import { eventLog, isRewindReportSource } from '../shared/session.js'
 import { knownFactChars } from './report-facts.js'
 import { carriedCore, carriedText } from './summary.js'
 
@@ -31,11 +33,7 @@ const NODE_WORDS = 9
 const KIND = { other: 0, user: 1, assistant: 2, toolResult: 3 }
 export const SOURCE = Object.freeze({ work: 0, user: 1, rewindReport: 2, blockSummary: 3, compactionSummary: 4, foreignSummary: 5 })
 
-/** The marker our replacements carry in their source (beside DSH's checkpoint fields). */
-export const OWN_MARKER = 'foldCompaction'
-
-/** Whether a message source is a checkpoint this backend wrote. @param {any} source */
-export const isOwnCheckpointSource = (source) => isCompactCheckpointSource(source ?? {}) && typeof source?.[OWN_MARKER] === 'object' && source[OWN_MARKER] !== null
+export { OWN_MARKER, isOwnCheckpointSource } from './source.js'
 
 /**
  * @typedef {object} EventFacts
@@ -56,9 +54,6 @@ class SessionFacts {
   /** @type {Map<string, number>} block id → number */
   blockNumbers = new Map()
 }
-
-/** @type {WeakMap<object, SessionFacts>} */
-const cache = new WeakMap()
 
 /** @param {any} event */
 function sourceOf(event) {
@@ -149,30 +144,6 @@ function blockIds(raw) {
 }
 
 /**
- * Describes the surface nodes not yet described (each event once). The backend calls it after
- * every step, outside the append, so a compaction's snapshot finds the surface described.
- * @param {any} session @param {string} [blockToolName]
- */
-export function describeSurface(session, blockToolName = 'block_run_code') {
-  let facts = cache.get(session)
-  if (!facts) cache.set(session, (facts = new SessionFacts()))
-  const log = eventLog(session)
-  for (const seq of session.surface.nodes) describe(facts, log, seq, blockToolName)
-}
-
-/**
- * The surface nodes that are the agent's work (the runs a compaction condenses), in model order.
- * @param {any} session @param {string} [blockToolName]
- * @returns {Generator<number>}
- */
-export function* workSeqs(session, blockToolName = 'block_run_code') {
-  let facts = cache.get(session)
-  if (!facts) cache.set(session, (facts = new SessionFacts()))
-  const log = eventLog(session)
-  for (const seq of session.surface.nodes) if (describe(facts, log, seq, blockToolName).source === SOURCE.work) yield seq
-}
-
-/**
  * The compaction snapshot of `session` now.
  * @param {any} session
  * @param {{nodes: readonly {seq: number, tokens: number}[]}} measurement DSH's `tokenMeter.measure(session)`
@@ -180,10 +151,12 @@ export function* workSeqs(session, blockToolName = 'block_run_code') {
  * @returns {Uint32Array}
  */
 export function compactionSnapshot(session, measurement, options = {}) {
-  let facts = cache.get(session)
-  if (!facts) cache.set(session, (facts = new SessionFacts()))
+  const facts = new SessionFacts()
   const log = eventLog(session)
   const blockToolName = options.blockToolName ?? 'block_run_code'
+  // Call ids are resolved against openers anywhere in the log (a result's call may be off the
+  // surface), as the mirror resolves them: every assistant event is read for its call ids.
+  for (const event of log) if (event?.type === 'assistant/message') for (const b of event.data?.message?.content ?? []) if (b?.type === 'tool-call' && typeof b.id === 'string') facts.openers.set(b.id, event.seq)
   const nodes = session.surface.nodes
   const priced = measurement.nodes
   if (priced.length !== nodes.length) throw new Error('compaction: the token meter\'s surface does not match the session surface')

@@ -16,7 +16,7 @@
 import { BlockAssembler, createUserMessage } from '@deepseek-ai/dsh-llm'
 
 import { addon } from '../shared/addon.js'
-import { eventLog, regionMessages } from '../shared/surface.js'
+import { eventLog, regionMessages } from '../shared/session.js'
 import { programCallee, recallHint, recallToolName, splitRecallHint } from '../recall/hint.js'
 import { reportFactsOf } from './report-facts.js'
 

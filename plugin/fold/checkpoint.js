@@ -18,7 +18,7 @@ import Schema from '@deepseek-ai/schemastery'
 
 import { addon } from '../shared/addon.js'
 import { toToolError } from '../shared/errors.js'
-import { describeSession } from '../shared/surface.js'
+import { mirrorOf } from '../shared/mirror.js'
 
 /**
  * @typedef {object} CheckpointConfig
@@ -70,7 +70,7 @@ export default class CheckpointService extends Service {
   mark(session, objective) {
     const marked = addon.mark(this.store, session?.id, session?.seq ?? session?.events?.length, objective ?? null)
     // While the durable write runs off-thread, describe the session for the coming fold.
-    if (session?.surface) describeSession(session)
+    if (session?.surface) mirrorOf(session)
     return marked
   }
 

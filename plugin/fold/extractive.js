@@ -4,7 +4,7 @@
  * messages, and the fallback that uses it when the LLM report fails or stays empty.
  */
 import { addon } from '../shared/addon.js'
-import { regionMessages } from '../shared/surface.js'
+import { regionMessages } from '../shared/session.js'
 import { isMisconfiguration } from './summarize.js'
 
 /**

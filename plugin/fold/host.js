@@ -1,16 +1,25 @@
 /**
  * @module plugin/fold/host
  * The `RewindHost` over a real DSH `Session`: what the addon's `rewind` calls back.
- * `commit` is the one synchronous step of a fold: answer `changed` while another producer holds
- * DSH's compaction lock, re-check the region (`planMatches` on a fresh snapshot, unless the log
- * has not grown since the first one), append the replacement; nothing can interleave with it.
+ *
+ * - `mirror` is the session's mirror (`../shared/mirror.js`), brought in step when the host is
+ *   made: the addon reads the region off it, so no snapshot crosses and nothing is called back;
+ *   `current` names the rewind call's assistant message (the region ends before it). `snapshot`
+ *   brings the mirror back in step and hands it over, for a fold that waited for its mark.
+ * - `summarize` asks the summarizer; when the host has DSH's token meter (`metered`) it adds the
+ *   prices the shrink check and `tokensFreed` compare: the region's from the mirror, the
+ *   report's from the meter (through the mirror).
+ * - `commit` is the one synchronous step of a fold: answer `changed` while another producer holds
+ *   DSH's compaction lock, re-check the region on the mirror (only if the log grew since the
+ *   selection), then append the replacement — after DSH's shadow price when a
+ *   meter is mounted. Nothing can interleave with it.
  */
 import { createUserMessage } from '@deepseek-ai/dsh-llm'
 
 import { addon } from '../shared/addon.js'
 import { liveCompaction } from '../shared/compaction-lock.js'
-import { nodesTokens } from '../shared/meter.js'
-import { REWIND_REPORT_SOURCE, eventLog, surfaceSnapshot } from '../shared/surface.js'
+import { mirrorOf, priceMessage } from '../shared/mirror.js'
+import { REWIND_REPORT_SOURCE } from '../shared/session.js'
 
 /**
  * The report's message: a `user/message` whose source names the fold's mark, so a later
@@ -24,54 +33,54 @@ export function reportMessage(report, markId) {
 /**
  * @param {any} session a `@deepseek-ai/dsh-session` Session
  * @param {import('../../index.js').RewindHost['summarize']} summarize
- * @param {{callId?: string, meter?: import('../shared/meter.js').TokenMeter, hint?: (markId: number) => string}} [options]
- *   the rewind call's id (its assistant message ends the region); DSH's token meter, when
- *   mounted: the region and the report are priced in its tokens (the shrink check and
- *   `tokensFreed` use them), and the commit logs DSH's shadow price (`compaction/prune`) right
- *   before the replacement, so the meter's O(1) projection follows the fold; `hint` gives the
- *   line appended to the report at the commit (the recall hint: outside the shrink check and
- *   `tokensFreed`, so it can never fail a fold)
+ * @param {{callId?: string, hint?: (markId: number) => string, metered?: boolean}} [options] the
+ *   rewind call's id (its assistant message ends the region); `hint` gives the line appended to
+ *   the report at the commit (the recall hint: outside the shrink check and `tokensFreed`, so it
+ *   can never fail a fold); `metered`: the host has DSH's token meter — the fold is priced in
+ *   tokens and the commit logs DSH's shadow price
  * @returns {import('../../index.js').RewindHost}
  */
 export function sessionHost(session, summarize, options = {}) {
-  const { meter } = options
-  /** The log length at the last snapshot: while it stands, the surface has not moved. */
-  let seen = -1
+  const kept = mirrorOf(session)
+  const current = options.callId === undefined ? undefined : kept.openers.get(options.callId)
+  const metered = options.metered === true
+  /** The log length when the region was selected: while it stands, the surface has not moved. */
+  let seen = session.seq
+  /** @type {import('../../index.js').RewindHost['summarize']} the summarizer's reply, with the token prices */
+  const priced = async (region, attempt) => {
+    const reply = await summarize(region, attempt)
+    const text = typeof reply === 'string' ? reply : reply?.text
+    if (typeof text !== 'string' || !text.trim()) return reply
+    const folded = mirrorOf(session).native.price(region.seqs).tokens
+    const report = priceMessage(reportMessage(text, region.markId)).tokens
+    if (folded == null || report === undefined) return reply
+    const tokens = { region: folded, report }
+    return typeof reply === 'string' ? { text, tokens } : { ...reply, tokens }
+  }
   return {
-    snapshot: (anchor) => {
+    mirror: kept.native,
+    current,
+    snapshot: () => {
+      const mirror = mirrorOf(session).native
       seen = session.seq
-      return surfaceSnapshot(session, { ...options, anchor })
+      return mirror
     },
-    summarize: meter
-      ? async (region, attempt) => {
-          const reply = await summarize(region, attempt)
-          const text = typeof reply === 'string' ? reply : reply?.text
-          if (typeof text !== 'string' || !text.trim()) return reply
-          const tokens = {
-            region: nodesTokens(meter, session, eventLog(session), region.seqs),
-            report: meter.estimateMessage(reportMessage(text, region.markId)),
-          }
-          return typeof reply === 'string' ? { text, tokens } : { ...reply, tokens }
-        }
-      : summarize,
+    summarize: metered ? priced : summarize,
     commit: (plan) => {
       // Another producer's compaction opened during the fold holds DSH's compaction lock: the
       // surface inside its bracket is its to replace (the fold is CHANGED; a retry waits).
       if (liveCompaction(session) !== undefined) return 'changed'
-      // The log is append-only: if nothing was appended since the snapshot the region was
-      // selected on, the surface is the same and so is the region. Else re-select and compare.
-      if (session.seq !== seen && !addon.planMatches(plan, surfaceSnapshot(session, { ...options, anchor: plan.anchor }))) return 'changed'
+      // The log is append-only: if nothing was appended since the selection, the surface is the
+      // same and so is the region. Else select again, on the mirror brought in step, and compare.
+      if (session.seq !== seen && !addon.planMatches(plan, mirrorOf(session).native, current)) return 'changed'
       const seqs = Array.from(plan.seqs)
-      if (meter) {
+      const shadowedTokenCount = metered ? mirrorOf(session).native.price(plan.seqs).tokens : undefined
+      if (shadowedTokenCount != null) {
         // DSH's shadow-price protocol: the metering event right before a replace prices the
         // replaced range, so the token meter's projection subtracts it (else it keeps counting
         // the folded tokens). `compaction/prune` is DSH's own event for a replace that is not a
         // compaction transaction; it must be followed at once by the replacement.
-        session.append('compaction/prune', {
-          shadowedRange: { start: plan.start, end: plan.end },
-          shadowedSeqs: seqs,
-          shadowedTokenCount: nodesTokens(meter, session, eventLog(session), seqs),
-        })
+        session.append('compaction/prune', { shadowedRange: { start: plan.start, end: plan.end }, shadowedSeqs: seqs, shadowedTokenCount })
       }
       session.append('user/message', reportMessage(plan.report + (options.hint?.(plan.markId) ?? ''), plan.markId), {
         surfaceOp: { op: 'replace', start: plan.start, end: plan.end },

@@ -4,11 +4,14 @@
  * `@dpskh/tool-rewind` over the dsh-fold addon.
  *
  * `rewind(agent, signal)` folds everything since the session's latest checkpoint mark into
- * a report: the addon selects the region (its rules are in `crates/fold-core/src/region.rs`)
- * and holds the session's fold lock; the report comes from `ctx.llm` (or the extractive
- * generator); the commit re-checks the region and appends ONE replacement `user/message`
- * (`surfaceOp: replace`, source `{kind:'plugin', plugin:'rewind', markId}`) in one synchronous
- * step; then the mark is stamped folded. Any failure before the commit writes nothing.
+ * a report. The path, top-down: the tool → this service → the fold's host (`./host.js`) over the
+ * session's mirror (`../shared/mirror.js`) → the addon, which selects the region off the mirror
+ * (its rules are in `crates/fold-core/src/region.rs`) and holds the session's fold lock; the
+ * report comes from `ctx.llm` (or the extractive generator); the commit re-checks the region and
+ * appends ONE replacement `user/message` (`surfaceOp: replace`, source `{kind:'plugin',
+ * plugin:'rewind', markId}`) in one synchronous step, and the fold's result is out. The mark is
+ * stamped folded right after, off the critical path; a stamp that fails is logged as a warning
+ * and the next rewind finishes it. Any failure before the commit writes nothing.
  * While another producer holds DSH's compaction lock (a live `compaction/start`,
  * plugin/shared/compaction-lock.js) the rewind waits for its end, at most `reportTimeoutMs`
  * (then `COMPACTION_BUSY`); a bracket opened during the fold makes its commit `CHANGED`.
@@ -30,8 +33,8 @@ import { extractiveSummarizer, fallbackSummarizer } from './extractive.js'
 import { llmSummarizer } from './summarize.js'
 import { sessionHost } from './host.js'
 import { recallHint } from '../recall/hint.js'
-import { nodesTokens } from '../shared/meter.js'
-import { REWIND_GUARD_SOURCE, REWIND_REPORT_SOURCE, eventLog, isRewindReportSource } from '../shared/surface.js'
+import { mirrorOf, mountMirror, useMeter } from '../shared/mirror.js'
+import { REWIND_GUARD_SOURCE, REWIND_REPORT_SOURCE, eventLog, isRewindReportSource } from '../shared/session.js'
 
 export { REWIND_GUARD_SOURCE, REWIND_REPORT_SOURCE, isRewindReportSource }
 
@@ -81,21 +84,6 @@ export function renderResult(r) {
 }
 
 /**
- * Tokens a fold already on the surface freed: its sources' prices minus its report's.
- * @param {import('../shared/meter.js').TokenMeter} meter @param {any} session @param {number} markId
- */
-function repairedTokensFreed(meter, session, markId) {
-  const log = eventLog(session)
-  for (let i = log.length - 1; i >= 0; i--) {
-    const event = log[i]
-    if (event.type !== 'user/message' || !isRewindReportSource(event.data?.source) || event.data.source.markId !== markId) continue
-    const freed = nodesTokens(meter, session, log, event.sourceEventSeqs ?? []) - meter.estimateMessage(event.data)
-    return Math.max(0, freed)
-  }
-  return 0
-}
-
-/**
  * The tool that ran the program this call was made from (its root call's tool, read from the
  * open assistant message at the log's tail), or `undefined` for a direct call.
  * @param {any} exec the tool's execution context
@@ -130,7 +118,7 @@ export default class RewindService extends Service {
    */
   unfoldable = new Map()
 
-  /** @type {import('../shared/meter.js').TokenMeter | undefined} DSH's `ctx.tokenMeter`, while mounted */
+  /** @type {object | undefined} DSH's `ctx.tokenMeter`, while mounted: the fold is then priced in tokens */
   meter = undefined
 
   /** @param {any} ctx @param {RewindConfig} config */
@@ -146,15 +134,20 @@ export default class RewindService extends Service {
     }
     ctx.systemPrompt.section({ name: 'tool:rewind', order: 151, text: PROMPT(config.toolName) })
     ctx.tools.register(this.#tool())
-    // DSH's token meter, while one is mounted (cordis 4 throws on reading an un-injected
-    // service, and every `inject` entry is required: hence the nested optional context).
+    // Every session of the host keeps its mirror, fed as events are appended.
+    mountMirror(ctx)
+    // DSH's token meter prices the mirrors' nodes while one is mounted (cordis 4 throws on
+    // reading an un-injected service, and every `inject` entry is required: hence the nested
+    // optional context).
     ctx.inject(['tokenMeter'], (/** @type {any} */ sub) => {
       sub.effect(() => {
+        const off = useMeter(sub.tokenMeter)
         this.meter = sub.tokenMeter
         return () => {
+          off()
           this.meter = undefined
         }
-      })
+      }, 'dsh-fold/rewind: token meter')
     })
     ctx.on('agent/turn-stopping', (/** @type {{agent: any, turn: number}} */ payload) => this.#guard(payload))
   }
@@ -191,17 +184,17 @@ export default class RewindService extends Service {
       // replacement is being written over the surface; a fold now would replace messages inside
       // that bracket. Wait for its end, within the report's time bound (or the abort).
       await compactionReleased(this.ctx, session, { timeoutMs: config.reportTimeoutMs, signal, what: 'the rewind' })
-      const meter = this.meter
       const hint = (/** @type {number} */ markId) => recallHint(this.ctx, { fold: markId }, config.reportLanguage, { program: options.program })
-      const { stampError, ...result } = await addon.rewind(marks, session.id, sessionHost(session, summarize, { ...options, meter, hint }), {
+      const metered = this.meter !== undefined
+      const result = await addon.rewind(marks, session.id, sessionHost(session, summarize, { ...options, hint, metered }), {
         maxSummarizationRetries: config.maxSummarizationRetries,
         signal,
+        // The fold happened; only the store's record of it is missing, and the next rewind (which
+        // the turn guard asks for while the mark reads active) finishes it.
+        onStampError: (/** @type {Error} */ error) => this.ctx.logger.warn('rewind: %s', error.message),
       })
-      // The fold happened; only the store's record of it is missing, and the next rewind (which
-      // the turn guard asks for while the mark reads active) finishes it.
-      if (stampError) this.ctx.logger.warn('rewind: %s', stampError)
-      // A repaired fold (committed before a crash) is priced from its report in the log.
-      if (meter && result.tokensFreed === undefined) result.tokensFreed = repairedTokensFreed(meter, session, result.markId)
+      // A repaired fold (committed before a crash) is priced from its report on the surface.
+      if (metered && result.tokensFreed === undefined) result.tokensFreed = mirrorOf(session).native.reportOf(result.markId, 0)?.tokensFreed ?? 0
       return used === 'extractive' ? { ...result, report: 'extractive' } : result
     } catch (e) {
       // A cancelled rewind rejects with the signal's reason itself, as `fetch` does.

@@ -13,7 +13,7 @@
  */
 import { BlockAssembler, createUserMessage } from '@deepseek-ai/dsh-llm'
 
-import { regionMessages } from '../shared/surface.js'
+import { regionMessages } from '../shared/session.js'
 
 /** dsh-llm's `EMPTY_RESPONSE_CODE`, spelled out so the plugin loads on versions that do not export it. */
 const EMPTY_RESPONSE = 'EMPTY_RESPONSE'

@@ -13,32 +13,19 @@
  *   replacement whose source is DSH's compaction checkpoint (`plugin: 'compact'`) without
  *   `blockPtc`, named by its `compactionId`, sources as a block commit's.
  *
- * A region's original messages are its sources that are messages, in order, with every nested
- * fold, block summary or compaction among them opened up into its own originals (recursively;
- * in a compaction's region, a rewind report or block summary it took in is also read as
- * written, before its originals):
- * a block closed in two steps (`S[B] C B --[B]--> T`) recalls B's early messages from inside
- * `S`, and a compaction that took an earlier one in recalls what that one replaced. Any other
- * replacement is kept as the message it is.
+ * A region's original messages are the messages it cites, in order, with every nested fold,
+ * block summary or compaction among them opened up into its own originals (recursively; in a
+ * compaction's region, a rewind report or block summary it took in is also read as written,
+ * before its originals): a block closed in two steps (`S[B] C B --[B]--> T`) recalls B's early
+ * messages from inside `S`, and a compaction that took an earlier one in recalls what that one
+ * replaced. Any other replacement (a pruner's rewrite) is kept as the message it is.
  *
- * The index is built once per session and caught up incrementally, like `surface.js`; it
- * reads only `eventLog(session)` — never another session, never a file.
+ * The listing is the session mirror's (`../shared/mirror.js`: its history of replacements, kept
+ * as they are appended, each with the message events it cites); a compaction's id and producer
+ * and the texts are read from `eventLog(session)` — never another session, never a file.
  */
-import { eventLog, isRewindReportSource } from '../shared/surface.js'
-
-const MESSAGE_TYPES = new Set(['user/message', 'assistant/message', 'tool/result'])
-
-/**
- * @typedef {object} FoldedRegion
- * @property {'fold' | 'block' | 'compaction'} kind
- * @property {number} seq the replacement's seq
- * @property {number[]} sources its `sourceEventSeqs`
- * @property {number} [markId] a fold's mark
- * @property {string[]} [closed] a block commit's closed ids
- * @property {string[]} [remaining] a block commit's inherited ids
- * @property {string} [compactionId] a compaction's id
- * @property {boolean} [ours] a compaction written by dsh-fold/compaction
- */
+import { withLog } from '../shared/mirror.js'
+import { eventLog } from '../shared/session.js'
 
 /** A block commit's source (what `plugin/block/block.js` writes). @param {any} source */
 export function isBlockCommitSource(source) {
@@ -57,84 +44,60 @@ export function isCompactionSource(source) {
   return typeof source === 'object' && source !== null && source.kind === 'plugin' && source.plugin === 'compact' && !isBlockCommitSource(source)
 }
 
-/** @param {unknown} v @returns {string[]} */
-const strings = (v) => (Array.isArray(v) ? v.filter((x) => typeof x === 'string') : [])
-
-class LogIndex {
-  size = 0
-  /** @type {FoldedRegion[]} in log order */
-  regions = []
-  /** @type {Map<number, FoldedRegion>} replacement seq → region */
-  bySeq = new Map()
-  /** @type {Map<string, string>} tool call id → tool name */
-  callNames = new Map()
-
-  /** @param {readonly any[]} log */
-  catchUp(log) {
-    for (let seq = this.size; seq < log.length; seq++) this.describe(log[seq])
-    this.size = log.length
-  }
-
-  /** @param {any} event */
-  describe(event) {
-    if (event.type === 'assistant/message') {
-      for (const block of event.data?.message?.content ?? []) {
-        if (block?.type === 'tool-call' && typeof block.id === 'string') this.callNames.set(block.id, block.name)
-      }
-      return
-    }
-    if (event.type !== 'user/message' || event.surfaceOp?.op !== 'replace' || !Array.isArray(event.sourceEventSeqs)) return
-    const source = event.data?.source
-    /** @type {FoldedRegion | undefined} */
-    let region
-    if (isRewindReportSource(source) && Number.isSafeInteger(source.markId)) {
-      region = { kind: 'fold', seq: event.seq, sources: [...event.sourceEventSeqs], markId: source.markId }
-    } else if (isBlockCommitSource(source)) {
-      const { closed, remaining } = source.blockPtc
-      region = { kind: 'block', seq: event.seq, sources: [...event.sourceEventSeqs], closed: strings(closed), remaining: strings(remaining) }
-    } else if (isCompactionSource(source)) {
-      const compactionId = typeof source.compactionId === 'string' ? source.compactionId : `seq-${event.seq}`
-      region = { kind: 'compaction', seq: event.seq, sources: [...event.sourceEventSeqs], compactionId, ours: typeof source.foldCompaction === 'object' && source.foldCompaction !== null }
-    }
-    if (!region) return
-    this.regions.push(region)
-    this.bySeq.set(event.seq, region)
-  }
-}
-
-/** @type {WeakMap<object, LogIndex>} */
-const cache = new WeakMap()
+/**
+ * @typedef {object} FoldedRegion
+ * @property {'fold' | 'block' | 'compaction'} kind
+ * @property {number} seq the replacement's seq
+ * @property {number[]} sources the message events it cites
+ * @property {number} [markId] a fold's mark
+ * @property {string[]} [closed] a block commit's closed ids
+ * @property {string[]} [remaining] a block commit's inherited ids
+ * @property {string} [compactionId] a compaction's id
+ * @property {boolean} [ours] a compaction written by dsh-fold/compaction
+ */
 
 /**
- * The session's log index, caught up to the log's end.
+ * The session's folded and compacted regions, in log order (from its mirror's history of
+ * replacements), and each by its replacement's seq.
  * @param {any} session
+ * @returns {{regions: FoldedRegion[], bySeq: Map<number, FoldedRegion>}}
  */
 export function logIndex(session) {
-  let index = cache.get(session)
-  if (!index) cache.set(session, (index = new LogIndex()))
-  index.catchUp(eventLog(session))
-  return index
+  const listed = withLog(session).native.replacements() ?? []
+  const log = eventLog(session)
+  /** @type {FoldedRegion[]} */
+  const regions = []
+  for (const r of listed) {
+    if (r.kind === 'fold') regions.push({ kind: 'fold', seq: r.seq, sources: Array.from(r.sources), markId: r.markId ?? undefined })
+    else if (r.kind === 'block') regions.push({ kind: 'block', seq: r.seq, sources: Array.from(r.sources), closed: r.closed ?? [], remaining: r.remaining ?? [] })
+    else if (r.kind === 'compaction') {
+      const source = log[r.seq]?.data?.source
+      if (!isCompactionSource(source)) continue
+      const compactionId = typeof source.compactionId === 'string' ? source.compactionId : `seq-${r.seq}`
+      const ours = typeof source.foldCompaction === 'object' && source.foldCompaction !== null
+      regions.push({ kind: 'compaction', seq: r.seq, sources: Array.from(r.sources), compactionId, ours })
+    }
+  }
+  return { regions, bySeq: new Map(regions.map((r) => [r.seq, r])) }
 }
 
 /**
- * The seqs of a region's original messages, in model order (nested folds and block summaries
- * opened up; non-message sources such as a commit's `compaction/*` events left out).
+ * The seqs of a region's original messages, in model order (nested folds, block summaries and
+ * compactions opened up; see the module docs).
  * @param {any} session @param {FoldedRegion} region
  * @returns {number[]}
  */
 export function originalSeqs(session, region) {
-  const log = eventLog(session)
-  const index = logIndex(session)
+  const { bySeq } = logIndex(session)
   /** @type {number[]} */
   const out = []
   const seen = new Set()
   /** @param {number[]} sources */
   const walk = (sources) => {
     for (const seq of sources) {
-      const event = log[seq]
-      if (!event || seen.has(seq) || !MESSAGE_TYPES.has(event.type)) continue
+      if (seen.has(seq)) continue
       seen.add(seq)
-      const nested = index.bySeq.get(seq)
+      const nested = bySeq.get(seq)
       // In a compaction, a rewind report or block summary it took in is the model's own text,
       // carried into the summary as written: it is read back as written too, then opened into
       // what it replaced. (A fold or block region reads only originals; a nested compaction
@@ -146,6 +109,22 @@ export function originalSeqs(session, region) {
   }
   walk(region.sources)
   return out
+}
+
+/**
+ * The name of the tool whose call the result `seq` answers: the call in its opener's message.
+ * @param {readonly any[]} log @param {any} mirror @param {number} seq @param {unknown} callId
+ */
+function toolName(log, mirror, seq, callId) {
+  const callIn = (/** @type {number} */ at) => {
+    const content = log[at]?.type === 'assistant/message' ? log[at].data?.message?.content : undefined
+    return Array.isArray(content) ? content.find((b) => b?.type === 'tool-call' && b.id === callId) : undefined
+  }
+  const opener = mirror.opener(seq)
+  let call = opener == null ? undefined : callIn(opener)
+  // A mirror rebuilt from the surface has not described shadowed results: find the call.
+  for (let at = seq - 1; call === undefined && at >= 0; at--) call = callIn(at)
+  return typeof call?.name === 'string' ? call.name : 'tool'
 }
 
 /**
@@ -164,7 +143,7 @@ export function originalSeqs(session, region) {
  */
 export function regionTexts(session, region) {
   const log = eventLog(session)
-  const { callNames } = logIndex(session)
+  const mirror = withLog(session).native
   /** @type {RecallText[]} */
   const out = []
   for (const seq of originalSeqs(session, region)) {
@@ -183,7 +162,7 @@ export function regionTexts(session, region) {
           out.push({ seq, label: `${block.name} call`, text: typeof block.arguments === 'string' ? block.arguments : JSON.stringify(block.arguments ?? {}) })
           break
         case 'tool-result': {
-          const name = callNames.get(block.toolCallId) ?? 'tool'
+          const name = toolName(log, mirror, seq, block.toolCallId)
           out.push({ seq, label: `${name} result${block.isError ? ' (error)' : ''}`, text: resultText(block.content) })
           break
         }

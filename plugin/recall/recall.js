@@ -25,6 +25,7 @@ import Schema from '@deepseek-ai/schemastery'
 
 import { addon } from '../shared/addon.js'
 import { brief, listed } from '../shared/errors.js'
+import { mountMirror } from '../shared/mirror.js'
 import { hintLine } from './hint.js'
 import { logIndex, originalSeqs, regionTexts } from './log.js'
 
@@ -359,6 +360,8 @@ export default class RecallService extends Service {
     /** The model-facing tool name, read by `recallHint` (plugin/recall/hint.js). */
     this.toolName = config.toolName
     ctx.tools.register(this.#tool())
+    // The folded regions are listed off each session's mirror, fed as events are appended.
+    mountMirror(ctx)
   }
 
   /**

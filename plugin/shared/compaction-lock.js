@@ -7,11 +7,12 @@
  * a crash inside the bracket: nobody is left to close it). A stale start does not block.
  *
  * One rule, used by every producer here: block mode's log reading (plugin/block/log.js) and
- * snapshot (plugin/block/surface.js) fold each event through `compactionLock`; a rewind asks
- * `liveCompaction(session)` before it folds and again at its commit (plugin/fold/). Reading is
- * incremental: each event of a session is looked at once.
+ * snapshot (plugin/block/surface.js) fold each event through `compactionLock`, and the session
+ * mirror (crates/fold-core/src/mirror.rs) applies the same rule to each event it is fed; a rewind
+ * asks `liveCompaction(session)` — the mirror's answer — before it folds and again at its commit
+ * (plugin/fold/). Each event of a session is looked at once.
  */
-import { eventLog } from './surface.js'
+import { withLog } from './mirror.js'
 
 /**
  * The lock after `event`, given the lock before it: the seq of the live `compaction/start`, or
@@ -31,23 +32,15 @@ export function compactionLock(held, event) {
   }
 }
 
-/** @type {WeakMap<object, {consumed: number, held: number | undefined}>} */
-const scans = new WeakMap()
-
 /**
- * The seq of the `compaction/start` holding `session`'s compaction lock now, or `undefined`.
+ * The seq of the `compaction/start` holding `session`'s compaction lock now, or `undefined`: the
+ * session mirror's answer (it applies the same rule to each event as it is appended), so asking
+ * costs no walk of the log.
  * @param {any} session a `@deepseek-ai/dsh-session` Session
  * @returns {number | undefined}
  */
 export function liveCompaction(session) {
-  const log = eventLog(session)
-  let scan = scans.get(session)
-  if (!scan || scan.consumed > log.length) {
-    scan = { consumed: 0, held: undefined }
-    scans.set(session, scan)
-  }
-  for (; scan.consumed < log.length; scan.consumed++) scan.held = compactionLock(scan.held, log[scan.consumed])
-  return scan.held
+  return withLog(session).native.openCompaction() ?? undefined
 }
 
 /**

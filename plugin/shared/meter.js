@@ -1,10 +1,9 @@
 /**
  * @module plugin/shared/meter
- * What a region weighs, in the plugin's two units, in one place: model-visible chars (the
- * reference's yardstick, always) and tokens as DSH's own `ctx.tokenMeter` prices them (when a
- * meter is mounted: the shrink check and `tokensFreed` then use tokens, and the fold logs DSH's
- * shadow price so the meter's projection follows it). The core's counterpart of the chars meter
- * is `crates/fold-core/src/meter.rs`.
+ * The chars meter: a message's model-visible text, the reference's yardstick. The session mirror
+ * (`./mirror.js`) meters each node with it as the node is appended, beside its token price from
+ * DSH's own `ctx.tokenMeter` when one is mounted; every feature reads both prices off the mirror.
+ * The core's counterpart is `crates/fold-core/src/meter.rs`.
  */
 
 /**
@@ -30,22 +29,4 @@ export function visibleChars(value) {
   if (value.content !== undefined) n += visibleChars(value.content)
   if (value.output !== undefined) n += visibleChars(value.output)
   return n
-}
-
-/**
- * @typedef {{estimateMessage(message: any): number}} TokenMeter DSH's `ctx.tokenMeter` (the part used here)
- */
-
-/**
- * The token price of surface nodes as the meter's own fold prices them: each node's derived
- * message (none: 0), summed. This is the shadow price a replacement of these nodes must log.
- * @param {TokenMeter} meter @param {any} session @param {readonly any[]} log @param {ArrayLike<number>} seqs
- */
-export function nodesTokens(meter, session, log, seqs) {
-  let tokens = 0
-  for (let i = 0; i < seqs.length; i++) {
-    const message = session.deriveEventMessage(log[seqs[i]])
-    if (message) tokens += meter.estimateMessage(message)
-  }
-  return tokens
 }

@@ -1,46 +1,22 @@
 /**
  * @module plugin/shared/surface
- * Describes a real DSH `Session`'s surface to the fold engine (the snapshot format is
- * documented in `crates/fold-core/src/surface.rs`), and reads back the messages of a region.
+ * The version 1 surface snapshot of a real DSH `Session` (format: `crates/fold-core/src/surface.rs`),
+ * built from the session alone. The plugin's warm paths read the session mirror (`./mirror.js`)
+ * instead; this snapshot is what a host without a mirror hands `rewind` / `selectRegion` /
+ * `planMatches`, and the from-scratch description the tests hold the mirror to.
  *
  * Per-event descriptors (kind, model-visible chars, origin, the call a result answers) derive
  * from immutable events, so each event is described once and cached per session, and only the
- * events a snapshot meets are: the surface's nodes (and a replacement's sources). A snapshot
- * costs one pass over the surface's node list, never a pass over the whole log — also the first
- * one of a resumed session, whose log may be mostly log-only or shadowed events.
+ * events a snapshot meets are: the surface's nodes (and a rewind report's sources). A snapshot
+ * costs one pass over the surface's node list, never a pass over the whole log.
  */
 
 import { visibleChars } from './meter.js'
-
-// Kept importable from here: block mode (plugin/block/commit.js) and its tests read it from this module.
-export { visibleChars }
+import { eventLog, isRewindReportSource } from './session.js'
 
 const NONE = 0xffff_ffff
 const KIND = { other: 0, user: 1, assistant: 2, toolResult: 3 }
-
-/** The source of every fold's report message (a report also names its `markId`). */
-export const REWIND_REPORT_SOURCE = Object.freeze({ kind: 'plugin', plugin: 'rewind' })
-/** The source of the turn guard's warning: the same marker family, as the reference has it. */
-export const REWIND_GUARD_SOURCE = Object.freeze({ kind: 'plugin', plugin: 'rewind' })
-
-/** Whether a message source marks a rewind report (or the guard's warning). @param {unknown} source */
-export function isRewindReportSource(source) {
-  const s = /** @type {{kind?: unknown, plugin?: unknown} | null} */ (source)
-  return typeof s === 'object' && s !== null && s.kind === 'plugin' && s.plugin === 'rewind'
-}
-
-/**
- * The session's live event log without copying it. DSH rc.8 keeps it in `session.log`
- * (`session.events` is an O(n) frozen copy rebuilt after every append); later versions
- * expose `snapshotEvents()`.
- * @param {any} session
- * @returns {readonly any[]}
- */
-export function eventLog(session) {
-  const log = session.log
-  if (Array.isArray(log) && log.length === session.seq) return log
-  return session.snapshotEvents?.() ?? session.events
-}
+const MESSAGE_TYPES = new Set(['user/message', 'assistant/message', 'tool/result'])
 
 /** Flags per seq: the node's shape (kind, link, origin) is known; its origin alone; its chars. */
 const DESCRIBED = 1
@@ -118,8 +94,11 @@ class Descriptors {
       case 'user/message': {
         this.kind[seq] = KIND.user
         const source = event.data?.source
-        if (isRewindReportSource(source) && Number.isSafeInteger(source.markId) && source.markId >= 0 && Array.isArray(event.sourceEventSeqs)) {
-          const sources = event.sourceEventSeqs.filter((/** @type {unknown} */ s) => Number.isInteger(s) && /** @type {number} */ (s) >= 0 && /** @type {number} */ (s) < seq)
+        // A report: a replacement naming its mark; what it folded is the messages it cites.
+        if (event.surfaceOp?.op === 'replace' && isRewindReportSource(source) && Number.isSafeInteger(source.markId) && source.markId >= 0 && Array.isArray(event.sourceEventSeqs)) {
+          const sources = event.sourceEventSeqs.filter(
+            (/** @type {unknown} */ s) => Number.isInteger(s) && /** @type {number} */ (s) >= 0 && /** @type {number} */ (s) < seq && MESSAGE_TYPES.has(log[/** @type {number} */ (s)]?.type),
+          )
           if (sources.length) this.reports.set(seq, { markId: source.markId, sources })
         }
         break
@@ -286,19 +265,4 @@ export function surfaceSnapshot(session, options = {}) {
     w += 7
   }
   return words
-}
-
-/**
- * The model-visible messages of a region, in model order; empty assistant nodes are skipped.
- * @param {any} session
- * @param {ArrayLike<number>} seqs
- */
-export function regionMessages(session, seqs) {
-  const log = eventLog(session)
-  const messages = []
-  for (const seq of Array.from(seqs)) {
-    const message = session.deriveEventMessage(log[seq])
-    if (message) messages.push(message)
-  }
-  return messages
 }

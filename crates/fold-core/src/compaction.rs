@@ -227,6 +227,22 @@ impl Linked for CompactionNode {
     }
 }
 
+/// What the policy needs that the session mirror does not keep (see
+/// [`CompactionSurface::from_mirror`]), given by the host beside it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MirrorOverlay<'a> {
+    /// Per surface node in model order: 0 unknown, else 1 + a work node's fact chars (rule 6);
+    /// empty: all unknown.
+    pub facts: &'a [u32],
+    /// `(seq, chars, core)` of each earlier checkpoint of ours on the surface: what a later
+    /// checkpoint carries of it, and its core (rule 6).
+    pub ours: &'a [u32],
+    /// Seqs of the injected messages that are a plugin's transient notes (a turn guard's
+    /// warning): work to condense, not words to carry (the mirror calls them injected, as it
+    /// does workspace instructions).
+    pub notes: &'a [u32],
+}
+
 /// A validated compaction snapshot.
 #[derive(Debug, Clone)]
 pub struct CompactionSurface {
@@ -436,31 +452,68 @@ impl CompactionSurface {
     }
 
     /// The policy's input read off the session mirror, which describes the surface as it is
-    /// (the warm path: no pass over the session). The mirror's provenance maps onto the policy's
-    /// sources: the user's and injected messages (workspace instructions) are the user's side,
-    /// a rewind report, a block summary and a compaction summary are carried as written (the
-    /// mirror does not tell our compaction summaries from another backend's: both are carried,
-    /// and both degrade as ours), anything else (model messages, tool results, rewritten
-    /// results) is work. A node the meter did not price is priced at 4 chars a token.
+    /// (the warm path: no pass over the session), with what the mirror does not keep given
+    /// beside it ([`MirrorOverlay`]). The mirror's provenance maps onto the policy's sources: the
+    /// user's and injected messages (workspace instructions) are the user's side but for the
+    /// plugin notes the overlay lists, a rewind report and a block summary are carried as
+    /// written, a compaction summary is ours when the overlay lists it (its carried chars and
+    /// core given there) and another backend's otherwise, anything else (model messages, tool
+    /// results, rewritten results, block mode's notices, plugin notes) is work. A node the meter
+    /// did not price is priced at 4 chars a token.
     ///
     /// # Errors
-    /// `INVALID_ARGUMENT` when the mirror is out of step with its session, or its facts fail
+    /// `INVALID_ARGUMENT` when the mirror is out of step with its session, the overlay does not
+    /// fit it (fact sizes not one per surface node, a listed checkpoint that is not a compaction
+    /// summary on the surface, a core larger than its chars), or its facts fail
     /// [`CompactionSurface::new`]'s checks.
-    pub fn from_mirror(mirror: &Mirror, anchors: Vec<u32>) -> Result<Self> {
+    pub fn from_mirror(mirror: &Mirror, anchors: Vec<u32>, overlay: &MirrorOverlay<'_>) -> Result<Self> {
         if let Some(why) = mirror.broken() {
             return Err(FoldError::invalid(format!("the session mirror is out of step: {why}")));
         }
+        let n = mirror.len();
+        if !overlay.facts.is_empty() && overlay.facts.len() != n {
+            return Err(FoldError::invalid(format!(
+                "facts holds {} words for {n} surface nodes (one each, or none)",
+                overlay.facts.len()
+            )));
+        }
+        if !overlay.ours.len().is_multiple_of(3) {
+            return Err(FoldError::invalid(format!(
+                "ours holds {} words, not (seq, chars, core) triples",
+                overlay.ours.len()
+            )));
+        }
+        let mut ours: HashMap<u32, (u32, u32)> = HashMap::new();
+        for t in overlay.ours.chunks_exact(3) {
+            if t[2] > t[1] {
+                return Err(FoldError::invalid(format!(
+                    "our checkpoint at seq {}: core {} is larger than its {} chars",
+                    t[0], t[2], t[1]
+                )));
+            }
+            ours.insert(t[0], (t[1], t[2]));
+        }
+        let notes: std::collections::HashSet<u32> = overlay.notes.iter().copied().collect();
         let mut sets: Vec<Vec<u32>> = Vec::new();
         let mut index: HashMap<u32, u32> = HashMap::new();
-        let mut nodes = Vec::with_capacity(mirror.len());
-        for v in mirror.nodes(0..mirror.len()) {
+        let mut nodes = Vec::with_capacity(n);
+        for (pos, v) in mirror.nodes(0..n).enumerate() {
+            let mine = ours.remove(&v.seq);
             let source = match (v.kind, v.source) {
+                (Kind::User, MirrorSource::Injected) if notes.contains(&v.seq) => Source::Work,
                 (Kind::User, MirrorSource::User | MirrorSource::Injected) => Source::User,
                 (Kind::User, MirrorSource::RewindReport { .. }) => Source::RewindReport,
                 (Kind::User, MirrorSource::BlockSummary) => Source::BlockSummary,
-                (Kind::User, MirrorSource::CompactionSummary) => Source::CompactionSummary,
+                (Kind::User, MirrorSource::CompactionSummary) if mine.is_some() => Source::CompactionSummary,
+                (Kind::User, MirrorSource::CompactionSummary) => Source::ForeignSummary,
                 _ => Source::Work,
             };
+            if mine.is_some() && source != Source::CompactionSummary {
+                return Err(FoldError::invalid(format!(
+                    "seq {} is listed as our checkpoint but is not a compaction summary",
+                    v.seq
+                )));
+            }
             let carries = v.kind == Kind::Assistant || source == Source::BlockSummary;
             let set = v.ids.filter(|_| carries).map(|k| {
                 *index.entry(k).or_insert_with(|| {
@@ -468,21 +521,29 @@ impl CompactionSurface {
                     sets.len() as u32 - 1
                 })
             });
+            let (chars, core) = mine.unwrap_or((v.chars, v.chars));
+            let facts = match overlay.facts.get(pos) {
+                Some(&f) if f > 0 && source == Source::Work => Some(f - 1),
+                _ => None,
+            };
             nodes.push(CompactionNode {
                 seq: v.seq,
                 kind: v.kind,
                 source,
                 origin: v.origin,
                 tokens: v.tokens.unwrap_or(v.chars / CHARS_PER_TOKEN as u32 + 4),
-                chars: v.chars,
+                chars,
                 opens: v.opens,
                 opener: v.opener,
                 set,
-                // The mirror keeps neither: work reports are sized by their natural size, an
-                // earlier summary is carried whole or not at all.
-                facts: None,
-                core: v.chars,
+                facts,
+                core,
             });
+        }
+        if let Some(seq) = ours.keys().min() {
+            return Err(FoldError::invalid(format!(
+                "seq {seq} is listed as our checkpoint but is not on the surface"
+            )));
         }
         Self::new(mirror.event_count(), anchors, nodes, sets)
     }

@@ -19,9 +19,11 @@
 //!    else in model-visible chars — or `SHRINK` (skipped for a region that weighs nothing);
 //! 6. [`Step::Commit`]: in one synchronous step the host re-selects on a fresh snapshot and
 //!    appends the replacement, or answers "changed" → `CHANGED`;
-//! 7. [`Step::Stamp`]: stamp the mark folded, durably. The fold has happened: a stamp that fails
-//!    is tried again, then the result is returned anyway with `stamp_error`, and the next rewind
-//!    finishes the stamp (step 3). [`Step::Done`] releases the lock.
+//! 7. [`Step::Stamp`]: the fold has happened, so its result is out now (the host settles with it
+//!    at once: the durable session log, whose replacement names the mark, is the fold's record);
+//!    then the mark is stamped folded, durably, off the fold's critical path. A stamp that fails
+//!    is tried again, then [`Step::Done`] carries `stamp_error` for the host to report late, and
+//!    the next rewind finishes the stamp (step 3). Dropping the machine releases the lock.
 //!
 //! Any failure before 6 writes nothing: the region is intact, the mark active, the fold
 //! retryable. [`Rewind::abort`] is honoured until the commit starts (the driver defers one that
@@ -146,9 +148,11 @@ pub enum Step {
     /// In one synchronous step: re-select on a fresh snapshot ([`region::still_matches`]) and
     /// append the replacement if unchanged; pass the answer to [`Rewind::committed`].
     Commit(FoldPlan),
-    /// Stamp `mark_id` folded, durably (off the JS thread); pass the outcome to [`Rewind::stamped`].
-    Stamp { mark_id: u64 },
-    /// The fold is over.
+    /// The fold happened: settle with `result` now (it is final), then stamp `mark_id` folded,
+    /// durably (off the JS thread), and pass the outcome to [`Rewind::stamped`].
+    Stamp { mark_id: u64, result: FoldResult },
+    /// The fold is over. After a [`Step::Stamp`] the result was already given; only
+    /// `stamp_error` is news (a stamp that kept failing, to report late).
     Done(FoldResult),
 }
 
@@ -243,7 +247,8 @@ impl Rewind {
         FoldError::HostFailed(format!("the fold was driven out of order: {what} came unasked"))
     }
 
-    /// Step 3: the surface now. A report of this mark already on it finishes the fold (repair).
+    /// Step 3: the surface now, as snapshot words. A report of this mark already on it finishes
+    /// the fold (repair).
     ///
     /// # Errors
     /// `INVALID_ARGUMENT` for a bad snapshot; `EMPTY_REGION` / `UNBALANCED` from the region rules.
@@ -251,15 +256,32 @@ impl Rewind {
         if !matches!(self.phase, Phase::Snapshot) {
             return Err(self.out_of_order("a snapshot"));
         }
-        let (phase, step) = self.select(words).inspect_err(|_| self.phase = Phase::Over)?;
+        match Surface::decode(words) {
+            Ok(surface) => self.surface(&surface),
+            Err(e) => {
+                self.phase = Phase::Over;
+                Err(e)
+            }
+        }
+    }
+
+    /// Step 3 on a surface already in hand (the session mirror's, [`crate::mirror`]): as
+    /// [`Rewind::snapshot`].
+    ///
+    /// # Errors
+    /// `EMPTY_REGION` / `UNBALANCED` from the region rules.
+    pub fn surface(&mut self, surface: &Surface) -> Result<Step> {
+        if !matches!(self.phase, Phase::Snapshot) {
+            return Err(self.out_of_order("a snapshot"));
+        }
+        let (phase, step) = self.select(surface).inspect_err(|_| self.phase = Phase::Over)?;
         // A repair: the report is already on the surface.
         self.committed = matches!(phase, Phase::Stamp { .. });
         self.phase = phase;
         Ok(step)
     }
 
-    fn select(&self, words: &[u32]) -> Result<(Phase, Step)> {
-        let surface = Surface::decode(words)?;
+    fn select(&self, surface: &Surface) -> Result<(Phase, Step)> {
         let mark = self.mark;
         // A report repairs the mark only if it names it AND was appended after it was taken: ids
         // restart at 1 when the store file is deleted or `store` moves, so an older report may
@@ -280,12 +302,16 @@ impl Rewind {
                 tokens_freed: None,
                 stamp_error: None,
             };
-            return Ok((Phase::Stamp { result, tries: 0 }, Step::Stamp { mark_id: mark.id }));
+            let step = Step::Stamp {
+                mark_id: mark.id,
+                result: result.clone(),
+            };
+            return Ok((Phase::Stamp { result, tries: 0 }, step));
         }
         let request = FoldRequest {
             mark_id: mark.id,
             anchor: mark.log_length,
-            region: region::select(&surface, mark.log_length)?,
+            region: region::select(surface, mark.log_length)?,
         };
         let step = Step::Summarize {
             request: request.clone(),
@@ -356,40 +382,64 @@ impl Rewind {
             tokens_freed,
             stamp_error: None,
         };
+        let step = Step::Stamp {
+            mark_id: self.mark.id,
+            result: result.clone(),
+        };
         self.phase = Phase::Stamp { result, tries: 0 };
         self.committed = true;
-        Ok(Step::Stamp { mark_id: self.mark.id })
+        Ok(step)
     }
 
     /// Step 7: the outcome of the last [`Step::Stamp`]. A stamp that keeps failing still ends
-    /// the fold with its result, plus `stamp_error` (the next rewind repairs it).
+    /// the fold, with `stamp_error` in the [`Step::Done`] (the next rewind repairs it).
     ///
     /// # Errors
     /// Only `HOST_FAILED` when no stamp was asked for (a driver bug).
     pub fn stamped(&mut self, outcome: Result<bool>) -> Result<Step> {
-        let Phase::Stamp { mut result, tries } = std::mem::replace(&mut self.phase, Phase::Over) else {
+        let Phase::Stamp { result, tries } = std::mem::replace(&mut self.phase, Phase::Over) else {
             return Err(self.out_of_order("a stamp"));
         };
-        Ok(match outcome {
-            // `false`: the mark is no longer the session's latest active one; nothing to stamp.
-            Ok(_) => Step::Done(result),
-            Err(_) if tries + 1 < STAMP_ATTEMPTS => {
-                self.phase = Phase::Stamp {
-                    result,
-                    tries: tries + 1,
+        let mut job = StampJob {
+            mark_id: self.mark.id,
+            result,
+            tries,
+        };
+        Ok(match job.stamped(outcome) {
+            StampNext::Retry => {
+                let step = Step::Stamp {
+                    mark_id: job.mark_id,
+                    result: job.result.clone(),
                 };
-                Step::Stamp { mark_id: self.mark.id }
+                self.phase = Phase::Stamp {
+                    result: job.result,
+                    tries: job.tries,
+                };
+                step
             }
-            Err(e) => {
-                result.stamp_error = Some(format!(
-                    "{}: the report was committed but mark {} could not be stamped folded ({e}); \
-                     the next rewind finishes the stamp",
-                    e.code(),
-                    self.mark.id
-                ));
-                Step::Done(result)
-            }
+            StampNext::Done => Step::Done(job.result),
+            StampNext::Failed { message, .. } => Step::Done(FoldResult {
+                stamp_error: Some(message),
+                ..job.result
+            }),
         })
+    }
+
+    /// After a [`Step::Stamp`]: the fold is over (its result given), so the machine ends here and
+    /// releases the session's lock; the stamp goes on alone ([`StampJob`]), off the fold's
+    /// critical path.
+    ///
+    /// # Errors
+    /// `HOST_FAILED` when no stamp was asked for (a driver bug).
+    pub fn into_stamp(mut self) -> Result<StampJob> {
+        match std::mem::replace(&mut self.phase, Phase::Over) {
+            Phase::Stamp { result, tries } => Ok(StampJob {
+                mark_id: self.mark.id,
+                result,
+                tries,
+            }),
+            _ => Err(self.out_of_order("a stamp job")),
+        }
     }
 
     /// Cancels the fold unless it is committed. A driver defers an abort that fires while the
@@ -405,6 +455,60 @@ impl Rewind {
         Err(FoldError::Aborted(
             "the rewind was aborted; nothing was written and the mark is still active".into(),
         ))
+    }
+}
+
+/// The durable stamp of a fold that has happened, after its result was given: tried up to
+/// [`STAMP_ATTEMPTS`] times; one that still fails is reported late, and the next rewind finishes
+/// it (a report naming the mark is on the surface).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StampJob {
+    mark_id: u64,
+    result: FoldResult,
+    tries: u32,
+}
+
+/// What a [`StampJob`] does after one try.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StampNext {
+    /// Stamped, or nothing to stamp (the mark is no longer the session's latest active one).
+    Done,
+    /// Try again.
+    Retry,
+    /// Every try failed: the last failure's code and a message saying what it means (it starts
+    /// with the code), for the host to report.
+    Failed { code: &'static str, message: String },
+}
+
+impl StampJob {
+    /// The mark to stamp folded.
+    pub fn mark_id(&self) -> u64 {
+        self.mark_id
+    }
+
+    /// The fold's result (already given).
+    pub fn result(&self) -> &FoldResult {
+        &self.result
+    }
+
+    /// The outcome of one try.
+    pub fn stamped(&mut self, outcome: Result<bool>) -> StampNext {
+        match outcome {
+            Ok(_) => StampNext::Done,
+            Err(_) if self.tries + 1 < STAMP_ATTEMPTS => {
+                self.tries += 1;
+                StampNext::Retry
+            }
+            Err(e) => StampNext::Failed {
+                code: e.code(),
+                message: format!(
+                    "{}: the report was committed but mark {} could not be stamped folded ({e}); \
+                     the next rewind finishes the stamp",
+                    e.code(),
+                    self.mark_id
+                ),
+            },
+        }
     }
 }
 
@@ -480,6 +584,12 @@ pub async fn mark(
     let _guard = session_locks().lock(session_id).await;
     let (store, session) = (store.clone(), session_id.to_owned());
     blocking(move || store.mark(&session, log_length, objective.as_deref())).await
+}
+
+/// Writes a stamp queued on the JS thread ([`Store::queue_stamp`]): whether it stamped the mark.
+pub async fn finish_stamp(store: &Arc<Store>, queued: crate::store::QueuedStamp) -> Result<bool> {
+    let store = store.clone();
+    blocking(move || Ok(store.finish_stamp(queued)? == crate::store::Stamp::Stamped)).await
 }
 
 /// Stamps the mark folded (durable); see [`Store::complete_fold`].

@@ -35,12 +35,14 @@
 //!             bits 2-3   surface op: 0 none (a log-only event), 1 append, 2 replace
 //!             bit 4      PROTECTED: no summary may replace it (a system or developer message)
 //!             bits 8-11  source: 0 appended, 1 the user's, 2 injected, 3 rewind report,
-//!                        4 block summary, 5 compaction summary, 6 another rewrite (see [`Source`])
+//!                        4 block summary, 5 compaction summary, 6 another rewrite,
+//!                        7 a plugin's note that asks nothing (see [`Source`])
 //!             bits 12-15 log class: 0 other, 1 compaction/start, 2 compaction/end,
 //!                        3 session/end-seed
 //!      A log-only event's record ends here (2 words); a surface event's goes on:
 //! [2]  link   assistant: how many tool calls it opens; tool result: 1 + seq of the assistant
-//!             event that opened its call (0: unknown); others 0
+//!             event that opened its call (0: unknown; a result rewritten in place with 0 takes
+//!             the link of the result it replaces); others 0
 //! [3]  chars  model-visible text (UTF-16 units: text, reasoning, call arguments, tool outputs)
 //! [4]  tokens the token meter's price of its message, or NONE when no meter priced it
 //! [5]  ids    0, or 1 + an id set ([`Mirror::intern`]): an assistant's block ids (of its block
@@ -116,6 +118,10 @@ pub enum Source {
     CompactionSummary,
     /// Any other replacement (a tool result rewritten by a pruner, another producer's).
     Rewrite,
+    /// An appended `user/message` from a plugin that asks nothing of the model and adds no
+    /// requirement (block mode's note naming summaries it did not apply): injected, but not
+    /// user-authored, so it makes no queued summary stale.
+    Note,
 }
 
 impl Source {
@@ -130,6 +136,7 @@ impl Source {
             4 => Self::BlockSummary,
             5 => Self::CompactionSummary,
             6 => Self::Rewrite,
+            7 => Self::Note,
             other => return Err(format!("unknown source {other}")),
         })
     }
@@ -143,6 +150,7 @@ impl Source {
             Self::BlockSummary => 4,
             Self::CompactionSummary => 5,
             Self::Rewrite => 6,
+            Self::Note => 7,
         }
     }
 
@@ -286,12 +294,18 @@ pub struct Mirror {
     broken: Option<String>,
     /// Every described event, by seq.
     facts: Vec<Fact>,
+    /// Per event of the log (by seq): the index of its fact, or NONE (a log-only event, or one a
+    /// load did not describe). Finding a node by seq is then one read, not a search.
+    fact_at: Vec<u32>,
     /// The surface: indexes into `facts`, in model order.
     order: Vec<u32>,
     /// Positions `i > 0` whose origin is below the origin at `i - 1` (0 on every surface DSH
     /// writes: origins rise along a surface, so the anchor's node is found by bisection).
     descents: u32,
     reports: Vec<ReportFacts>,
+    /// The facts (indexes) of the rewind reports, in seq order: a fold looks for its report
+    /// among these, not along the whole surface.
+    report_facts: Vec<u32>,
     surface_chars: u64,
     surface_tokens: u64,
     /// Surface nodes without a token price.
@@ -466,10 +480,15 @@ impl Mirror {
         self.log_known.then_some(self.open_compaction)
     }
 
+    #[inline]
     fn index_of(&self, seq: u32) -> Option<usize> {
-        self.facts.binary_search_by_key(&seq, |f| f.seq).ok()
+        match self.fact_at.get(seq as usize) {
+            Some(&i) if i != NONE => Some(i as usize),
+            _ => None,
+        }
     }
 
+    #[inline]
     fn view(&self, f: &Fact) -> NodeView {
         NodeView {
             seq: f.seq,
@@ -490,11 +509,13 @@ impl Mirror {
     ///
     /// # Panics
     /// When `pos` is not below [`Mirror::len`].
+    #[inline]
     pub fn node(&self, pos: usize) -> NodeView {
         self.view(&self.facts[self.order[pos] as usize])
     }
 
     /// The surface nodes in `range` of positions, in model order.
+    #[inline]
     pub fn nodes(&self, range: Range<usize>) -> impl Iterator<Item = NodeView> + '_ {
         self.order[range].iter().map(|&i| self.view(&self.facts[i as usize]))
     }
@@ -505,6 +526,7 @@ impl Mirror {
     }
 
     /// The surface position of `seq`, if it is on the surface.
+    #[inline]
     pub fn position(&self, seq: u32) -> Option<usize> {
         self.index_of(seq)
             .map(|i| self.facts[i].pos)
@@ -530,8 +552,48 @@ impl Mirror {
     /// `INVALID_ARGUMENT` when the mirror is broken.
     pub fn pairing(&self, from: usize) -> Result<Pairing> {
         self.check()?;
-        let window: Vec<Node> = self.nodes(from..self.len()).map(|v| v.node()).collect();
-        Pairing::of(&window, |seq| self.position(seq).and_then(|p| p.checked_sub(from))).map_err(out_of_step)
+        self.window_pairing(from).map_err(out_of_step)
+    }
+
+    /// [`Mirror::pairing`] by the mirror's own links (each result's opener is a fact index), as
+    /// [`Pairing::of`] derives it from seqs: a result's opener must stand in the window, be an
+    /// assistant, and have a call left for it.
+    #[allow(
+        clippy::needless_range_loop,
+        reason = "each step writes the entries of another position (the opener's)"
+    )]
+    fn window_pairing(&self, from: usize) -> std::result::Result<Pairing, String> {
+        let n = self.len() - from;
+        let mut opener_pos = vec![None; n];
+        let mut answered = vec![0u32; n];
+        let mut last_answer = vec![None; n];
+        for i in 0..n {
+            let Some(p) = self.opener_position(from + i).and_then(|p| p.checked_sub(from)) else {
+                continue;
+            };
+            let calls = &self.facts[self.order[from + p] as usize];
+            if calls.kind != Kind::Assistant {
+                return Err(format!(
+                    "result {} is linked to {} which is not an assistant node",
+                    self.node(from + i).seq,
+                    calls.seq
+                ));
+            }
+            answered[p] += 1;
+            if answered[p] > calls.link {
+                return Err(format!(
+                    "assistant {} has more results than its {} call(s)",
+                    calls.seq, calls.link
+                ));
+            }
+            opener_pos[i] = Some(p);
+            last_answer[p] = Some(last_answer[p].map_or(i, |l: usize| l.max(i)));
+        }
+        Ok(Pairing {
+            opener_pos,
+            answered,
+            last_answer,
+        })
     }
 
     /// The id table's id `i`, as UTF-16 code units.
@@ -554,6 +616,19 @@ impl Mirror {
     pub fn report(&self, seq: u32) -> Option<ReportFacts> {
         let f = &self.facts[self.index_of(seq)?];
         f.report.checked_sub(1).map(|r| self.reports[r as usize])
+    }
+
+    /// The rewind reports standing on the surface, in surface order: (position, seq, account).
+    pub fn surface_reports(&self) -> Vec<(usize, u32, ReportFacts)> {
+        let mut reports: Vec<(usize, u32, ReportFacts)> = self
+            .report_facts
+            .iter()
+            .map(|&i| &self.facts[i as usize])
+            .filter(|f| f.pos != NONE)
+            .map(|f| (f.pos as usize, f.seq, self.reports[f.report as usize - 1]))
+            .collect();
+        reports.sort_unstable_by_key(|(p, ..)| *p);
+        reports
     }
 
     /// The session's replacements in log order (recall's region listing): `None` while the log
@@ -628,6 +703,8 @@ impl Mirror {
         if op != 0 {
             self.apply_node(r)?;
         }
+        self.fact_at
+            .push(if op != 0 { self.facts.len() as u32 - 1 } else { NONE });
         if self.log_known {
             match r.log_class() {
                 1 => self.open_compaction = Some(seq),
@@ -667,8 +744,19 @@ impl Mirror {
             origin = origin.min(self.facts[self.order[s] as usize].origin).min(w[11]);
         }
         let mut fact = r.fact(origin)?;
-        self.resolve(&mut fact, r.sources());
+        // A tool result rewritten in place answers the call the result it replaces answered (the
+        // host need not remember answered calls).
+        if let (Kind::ToolResult, 0, Some((s, _))) = (fact.kind, fact.link, replace) {
+            let replaced = &self.facts[self.order[s] as usize];
+            if replaced.kind == Kind::ToolResult {
+                fact.link = replaced.link;
+            }
+        }
+        self.resolve(&mut fact, r.sources(), replace.map_or(0..0, |(s, e)| s..e + 1));
         let index = self.facts.len() as u32;
+        if fact.report != 0 {
+            self.report_facts.push(index);
+        }
         self.facts.push(fact);
         match replace {
             None => self.place(index, self.order.len(), 0),
@@ -684,21 +772,48 @@ impl Mirror {
     }
 
     /// Links a fact to what it cites: its call's opener, a report's account, covered block ids.
-    fn resolve(&mut self, fact: &mut Fact, sources: &[u32]) {
+    /// `shadowed`: the surface positions the event replaces (a push's replace): what it cites is
+    /// looked up there first (a report cites exactly those), then among every described event.
+    fn resolve(&mut self, fact: &mut Fact, sources: &[u32], shadowed: Range<usize>) {
         if fact.kind == Kind::ToolResult && fact.link > 0 {
             fact.opener = self.index_of(fact.link - 1).map_or(NONE, |i| i as u32);
         }
-        if let Source::RewindReport { mark_id } = fact.source {
-            let (mut chars, mut tokens) = (0u64, Some(0u64));
-            for &s in sources {
-                if let Some(i) = self.index_of(s) {
-                    let f = &self.facts[i];
-                    chars += u64::from(f.chars);
-                    tokens = tokens.and_then(|t| (f.tokens != NONE).then(|| t + u64::from(f.tokens)));
-                } else {
-                    tokens = None;
+        let report = matches!(fact.source, Source::RewindReport { .. });
+        let covers = fact.source.is_replacement()
+            && fact.source != Source::BlockSummary
+            && matches!(fact.kind, Kind::User | Kind::ToolResult);
+        if !report && !covers {
+            return;
+        }
+        let (mut chars, mut tokens) = (0u64, Some(0u64));
+        let mut covered = Vec::new();
+        let mut cursor = shadowed.start;
+        for &s in sources {
+            // In the replaced run, in order (one step each), else anywhere.
+            let at = if cursor < shadowed.end && self.facts[self.order[cursor] as usize].seq == s {
+                cursor += 1;
+                Some(self.order[cursor - 1] as usize)
+            } else {
+                self.index_of(s)
+            };
+            let Some(i) = at else {
+                tokens = None;
+                continue;
+            };
+            let f = &self.facts[i];
+            chars += u64::from(f.chars);
+            tokens = tokens.and_then(|t| (f.tokens != NONE).then(|| t + u64::from(f.tokens)));
+            if covers {
+                if let Some(k) = f.ids.checked_sub(1) {
+                    for &m in self.ids.members(k) {
+                        if !covered.contains(&m) {
+                            covered.push(m);
+                        }
+                    }
                 }
             }
+        }
+        if let Source::RewindReport { mark_id } = fact.source {
             if let (Some(&start), Some(&end)) = (sources.first(), sources.last()) {
                 self.reports.push(ReportFacts {
                     mark_id,
@@ -713,21 +828,7 @@ impl Mirror {
         }
         // Another producer's replacement covers the ids of what it cites; a block summary
         // carries its own (the record's), as does an assistant.
-        if fact.source.is_replacement()
-            && fact.source != Source::BlockSummary
-            && matches!(fact.kind, Kind::User | Kind::ToolResult)
-        {
-            let mut covered = Vec::new();
-            for &s in sources {
-                let Some(k) = self.index_of(s).and_then(|i| self.facts[i].ids.checked_sub(1)) else {
-                    continue;
-                };
-                for &m in self.ids.members(k) {
-                    if !covered.contains(&m) {
-                        covered.push(m);
-                    }
-                }
-            }
+        if covers {
             fact.ids = self.ids.set(covered);
         }
     }
@@ -786,7 +887,9 @@ impl Mirror {
     // ---- rebuilding ---------------------------------------------------------------------------
 
     /// Rebuilds the surface index from a description of the surface as it is now (the load
-    /// format). The log index becomes unknown ([`Mirror::load_log`]); the id table is kept.
+    /// format). The log index becomes unknown ([`Mirror::load_log`]) — but for an empty log, whose
+    /// index is known to be empty (a session described at its creation, then fed event by event,
+    /// knows its whole log); the id table is kept.
     ///
     /// # Errors
     /// `INVALID_ARGUMENT` when the words are malformed (the mirror is then broken).
@@ -835,8 +938,15 @@ impl Mirror {
         for &i in &by_seq {
             let r = &records[i];
             let mut fact = r.fact(r.w[12])?;
-            self.resolve(&mut fact, r.sources());
+            self.resolve(&mut fact, r.sources(), 0..0);
             index_of_record[i] = self.facts.len() as u32;
+            if self.fact_at.len() <= r.seq() as usize {
+                self.fact_at.resize(r.seq() as usize + 1, NONE);
+            }
+            self.fact_at[r.seq() as usize] = index_of_record[i];
+            if fact.report != 0 {
+                self.report_facts.push(index_of_record[i]);
+            }
             self.facts.push(fact);
         }
         self.order.reserve(n);
@@ -854,8 +964,11 @@ impl Mirror {
         self.descents = (1..n)
             .filter(|&p| self.facts[self.order[p] as usize].origin < self.facts[self.order[p - 1] as usize].origin)
             .count() as u32;
+        self.fact_at.resize(event_count as usize, NONE);
         self.event_count = event_count;
         self.generation = generation;
+        // Nothing happened yet: no compaction is open and nothing was replaced.
+        self.log_known = event_count == 0;
         Ok(())
     }
 
@@ -957,14 +1070,30 @@ impl Mirror {
                 }
             }
         }
-        let mut reports = Vec::new();
-        for (p, view) in self.nodes(0..n).enumerate() {
-            let Some(r) = self.report(view.seq) else { continue };
-            if u64::from(view.seq) >= anchor {
-                from = from.min(p);
+        let reports = self.surface_reports();
+        for (p, seq, _) in &reports {
+            if u64::from(*seq) >= anchor {
+                from = from.min(*p);
             }
-            reports.push((p, view.seq, r));
         }
+        // The current node: named (it must be an assistant on the surface), or inferred.
+        let current = match current {
+            None => None,
+            Some(seq) => match self.position(seq) {
+                Some(p) if self.node(p).kind == Kind::Assistant => Some(p - from),
+                Some(_) => {
+                    return Err(FoldError::invalid(format!(
+                        "invalid surface snapshot: current seq {seq} is not an assistant node"
+                    )))
+                }
+                None => {
+                    return Err(FoldError::invalid(format!(
+                        "invalid surface snapshot: current seq {seq} is not on the surface"
+                    )))
+                }
+            },
+        };
+        let pairing = self.window_pairing(from).map_err(out_of_step)?;
         let nodes: Vec<Node> = self.nodes(from..n).map(|v| v.node()).collect();
         let reports = reports
             .into_iter()
@@ -978,7 +1107,7 @@ impl Mirror {
                 folded_chars: u32::try_from(r.folded_chars).unwrap_or(u32::MAX),
             })
             .collect();
-        Surface::from_parts(self.event_count, nodes, reports, current)
+        Ok(Surface::from_window(self.event_count, nodes, reports, current, pairing))
     }
 
     /// The token price of the surface nodes `seqs`, when each is described and priced.
@@ -1043,8 +1172,10 @@ impl Mirror {
     pub fn heap_bytes(&self) -> usize {
         use std::mem::size_of;
         self.facts.capacity() * size_of::<Fact>()
+            + self.fact_at.capacity() * 4
             + self.order.capacity() * 4
             + self.reports.capacity() * size_of::<ReportFacts>()
+            + self.report_facts.capacity() * 4
             + self.history.capacity() * size_of::<Replacement>()
             + self.history_sources.capacity() * 4
             + self.ids.units.capacity() * 2

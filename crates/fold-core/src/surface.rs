@@ -449,6 +449,39 @@ impl Surface {
         Self::assemble(event_count, nodes, &pos_of_seq, current.unwrap_or(NONE), reports)
     }
 
+    /// A surface from a window of the session mirror's surface, whose nodes were checked when they
+    /// were described and whose pairing the mirror derived from its own links: nothing is
+    /// validated again. `current` is the current node's position in the window (`None`: inferred
+    /// as a snapshot's `NONE`).
+    pub fn from_window(
+        event_count: u32,
+        nodes: Vec<Node>,
+        reports: Vec<Report>,
+        current: Option<usize>,
+        pairing: Pairing,
+    ) -> Self {
+        let Pairing {
+            opener_pos,
+            answered,
+            last_answer,
+        } = pairing;
+        let current = current.or_else(|| {
+            (0..nodes.len())
+                .rev()
+                .find(|&i| nodes[i].kind == Kind::Assistant)
+                .filter(|&i| nodes[i].opens == 0 || answered[i] < nodes[i].opens)
+        });
+        Self {
+            event_count,
+            nodes,
+            reports,
+            current,
+            opener_pos,
+            answered,
+            last_answer,
+        }
+    }
+
     /// The derived indexes, the current node and the reports' check, shared by both constructors.
     fn assemble(
         event_count: u32,

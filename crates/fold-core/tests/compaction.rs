@@ -2,7 +2,7 @@
 //! surfaces built step by step as an agent loop appends them.
 
 use fold_core::compaction::{
-    plan, plan_at, CompactionNode, CompactionSurface, Params, Source, Treatment, Trigger, FORMAT,
+    plan, plan_at, CompactionNode, CompactionSurface, MirrorOverlay, Params, Source, Treatment, Trigger, FORMAT,
 };
 use fold_core::surface::Kind;
 
@@ -490,7 +490,7 @@ mod from_mirror {
             },
             &[],
         );
-        let mirrored = CompactionSurface::from_mirror(&m, vec![]).expect("described");
+        let mirrored = CompactionSurface::from_mirror(&m, vec![], &MirrorOverlay::default()).expect("described");
 
         let built = Build::default()
             .user(200)
@@ -533,6 +533,119 @@ mod from_mirror {
     }
 
     #[test]
+    fn the_overlay_tells_our_checkpoints_and_gives_fact_sizes_and_cores() {
+        let mut m = Mirror::new();
+        let step = |m: &mut Mirror, seq: u32| {
+            push(
+                m,
+                RecordBuilder {
+                    link: 1,
+                    ..rec(seq, Kind::Assistant, 160)
+                },
+                &[],
+            );
+            push(
+                m,
+                RecordBuilder {
+                    link: seq + 1,
+                    ..rec(seq + 1, Kind::ToolResult, 4000)
+                },
+                &[],
+            );
+        };
+        let replace = |m: &mut Mirror, seq: u32, chars: u32, (a, b): (u32, u32)| {
+            let r = RecordBuilder {
+                op: Some(Some((a, b))),
+                source: M::CompactionSummary,
+                lowest_source: Some(a),
+                ..rec(seq, Kind::User, chars)
+            };
+            push(m, r, &[a, b]);
+        };
+        push(
+            &mut m,
+            RecordBuilder {
+                source: M::User,
+                ..rec(0, Kind::User, 100)
+            },
+            &[],
+        );
+        step(&mut m, 1);
+        replace(&mut m, 3, 3000, (1, 2));
+        push(
+            &mut m,
+            RecordBuilder {
+                source: M::User,
+                ..rec(4, Kind::User, 100)
+            },
+            &[],
+        );
+        step(&mut m, 5);
+        replace(&mut m, 7, 900, (5, 6));
+        step(&mut m, 8);
+        // A plugin's note and workspace instructions: both injected to the mirror.
+        push(
+            &mut m,
+            RecordBuilder {
+                source: M::Injected,
+                ..rec(10, Kind::User, 240)
+            },
+            &[],
+        );
+        push(
+            &mut m,
+            RecordBuilder {
+                source: M::Injected,
+                ..rec(11, Kind::User, 300)
+            },
+            &[],
+        );
+        let overlay = MirrorOverlay {
+            facts: &[0, 0, 0, 0, 51, 31, 0, 0],
+            ours: &[3, 2000, 500],
+            notes: &[10],
+        };
+        let s = CompactionSurface::from_mirror(&m, vec![], &overlay).expect("described");
+        let at = |i: usize| s.nodes[i];
+        assert_eq!(
+            s.nodes.iter().map(|n| n.seq).collect::<Vec<_>>(),
+            [0, 3, 4, 7, 8, 9, 10, 11]
+        );
+        assert_eq!((at(6).source, at(7).source), (Source::Work, Source::User));
+        assert_eq!(
+            (at(1).source, at(1).chars, at(1).core),
+            (Source::CompactionSummary, 2000, 500)
+        );
+        assert_eq!(
+            (at(3).source, at(3).chars, at(3).core),
+            (Source::ForeignSummary, 900, 900)
+        );
+        assert_eq!((at(4).facts, at(5).facts, at(0).facts), (Some(50), Some(30), None));
+        // The same nodes from the snapshot words: the oracle the plugin's tests compare with.
+        assert_eq!(CompactionSurface::decode(&s.encode()).unwrap().nodes, s.nodes);
+        let code = |facts: &[u32], ours: &[u32]| {
+            CompactionSurface::from_mirror(
+                &m,
+                vec![],
+                &MirrorOverlay {
+                    facts,
+                    ours,
+                    notes: &[],
+                },
+            )
+            .unwrap_err()
+            .code()
+        };
+        // Fact sizes not one per node; not triples; a core over its chars; a user message or a
+        // node off the surface listed as ours.
+        assert_eq!(code(&[0, 0], &[]), "INVALID_ARGUMENT");
+        assert_eq!(code(&[], &[3, 2000]), "INVALID_ARGUMENT");
+        assert_eq!(code(&[], &[3, 500, 2000]), "INVALID_ARGUMENT");
+        assert_eq!(code(&[], &[4, 100, 100]), "INVALID_ARGUMENT");
+        assert_eq!(code(&[], &[1, 100, 100]), "INVALID_ARGUMENT");
+    }
+
+    #[test]
     fn an_out_of_step_mirror_is_refused() {
         let mut m = Mirror::new();
         push(&mut m, rec(0, Kind::User, 10), &[]);
@@ -540,7 +653,9 @@ mod from_mirror {
         rec(5, Kind::User, 10).write(&[], &mut words);
         assert!(m.push(&words).is_err());
         assert_eq!(
-            CompactionSurface::from_mirror(&m, vec![]).unwrap_err().code(),
+            CompactionSurface::from_mirror(&m, vec![], &MirrorOverlay::default())
+                .unwrap_err()
+                .code(),
             "INVALID_ARGUMENT"
         );
     }

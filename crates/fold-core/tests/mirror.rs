@@ -191,6 +191,49 @@ fn block_ids_are_interned_and_a_compaction_covers_the_ids_of_what_it_replaced() 
 }
 
 #[test]
+fn a_plugin_note_is_injected_but_not_user_authored() {
+    let mut m = Mirror::new();
+    for (seq, source) in [(0, Source::User), (1, Source::Injected), (2, Source::Note)] {
+        push(
+            &mut m,
+            RecordBuilder {
+                source,
+                ..node(seq, Kind::User, 10, 4)
+            },
+            &[],
+        );
+    }
+    assert_eq!(m.node(2).source, Source::Note);
+    let surface = m.block_surface().unwrap();
+    let authored: Vec<bool> = surface.nodes.iter().map(|n| n.user_authored).collect();
+    assert_eq!(
+        authored,
+        [true, true, false],
+        "a note asks nothing: it makes no summary stale"
+    );
+}
+
+#[test]
+fn a_mirror_loaded_from_an_empty_session_knows_its_log_as_events_arrive() {
+    // A host describes a session when it is created (no events yet), then feeds every event:
+    // its log index (the open compaction, the replacements) is known without reading the log.
+    let mut m = Mirror::new();
+    m.load(&mirror::load_header(0, 0, 0, 0)).unwrap();
+    assert_eq!(m.open_compaction(), Some(None));
+    push(&mut m, node(0, Kind::User, 10, 4), &[]);
+    push(&mut m, RecordBuilder::log(1, 1), &[]);
+    assert_eq!(m.open_compaction(), Some(Some(1)), "a compaction/start holds the lock");
+    push(&mut m, replace(2, 0, 0, Source::CompactionSummary), &[0]);
+    push(&mut m, RecordBuilder::log(3, 2), &[]);
+    assert_eq!(m.open_compaction(), Some(None));
+    assert_eq!(m.replacements().map(<[_]>::len), Some(1));
+    // A load of a session that has events does not know its log until told.
+    let mut late = Mirror::new();
+    late.load(&mirror::load_header(4, 1, 0, 0)).unwrap();
+    assert_eq!(late.open_compaction(), None);
+}
+
+#[test]
 fn a_record_out_of_step_breaks_the_mirror_until_it_is_rebuilt() {
     let mut m = session();
     for (bad, why) in [

@@ -293,7 +293,8 @@ impl Model {
                 opens: if kind == Kind::Assistant { link } else { 0 },
                 opener: (kind == Kind::ToolResult && link > 0).then(|| link - 1),
                 protected: matches!(self.events[seq as usize].ev, Ev::User { protected: true, .. }),
-                user_authored: source.is_user_authored(),
+                // A plugin's note asks nothing: only the user's and injected messages count.
+                user_authored: matches!(source, Source::User | Source::Injected),
                 provenance,
                 set: intern(&list),
             });
@@ -469,6 +470,8 @@ impl Run {
             10..=24 => {
                 let source = if s.a.is_multiple_of(3) {
                     Source::Injected
+                } else if s.a % 7 == 1 {
+                    Source::Note
                 } else {
                     Source::User
                 };

@@ -50,10 +50,24 @@ impl Store {
     /// Queues `op` for the next group commit and waits for its result. The first caller to
     /// find no write in flight becomes the leader and writes every op queued so far.
     pub(super) fn submit(&self, op: Op) -> Result<Outcome> {
+        let ticket = self.enqueue(op);
+        self.wait_for(ticket)
+    }
+
+    /// Queues `op` for the next group commit without waiting: ops are written in the order they
+    /// were queued. [`Store::wait_for`] waits for its result.
+    pub(super) fn enqueue(&self, op: Op) -> u64 {
         let mut queue = lock(&self.queue);
         let ticket = queue.next_ticket;
         queue.next_ticket += 1;
         queue.pending.push((ticket, op));
+        ticket
+    }
+
+    /// Waits for the result of the op queued as `ticket`, writing the queue as the leader when
+    /// no write is in flight.
+    pub(super) fn wait_for(&self, ticket: u64) -> Result<Outcome> {
+        let mut queue = lock(&self.queue);
         loop {
             if let Some(result) = queue.done.remove(&ticket) {
                 return result;

@@ -48,6 +48,7 @@ mod sys;
 #[cfg(test)]
 mod tests;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -153,6 +154,39 @@ struct Memory {
     doc: Option<Arc<Document>>,
     /// Why the last load failed, while nothing is loaded (for [`Store::has_active_in_memory`]).
     failed: Option<FoldError>,
+    /// Stamps queued and not yet settled ([`Store::queue_stamp`]), by session: the mark id and
+    /// when it was queued. Reads of this process see those marks folded.
+    stamping: HashMap<String, (u64, u64)>,
+}
+
+impl Memory {
+    /// The session's newest mark, as readers of this process see it: folded once its stamp is
+    /// queued.
+    fn latest(&self, session_id: &str) -> Option<MarkRecord> {
+        let mut mark = self.doc.as_deref()?.latest(session_id)?.clone();
+        if mark.folded_at.is_none() {
+            if let Some(&(id, at)) = self.stamping.get(session_id) {
+                if id == mark.id {
+                    mark.folded_at = Some(at);
+                }
+            }
+        }
+        Some(mark)
+    }
+}
+
+/// A stamp queued for the store's next group commit ([`Store::queue_stamp`]).
+#[derive(Debug)]
+pub struct QueuedStamp {
+    ticket: u64,
+    session_id: String,
+    mark_id: u64,
+}
+
+impl QueuedStamp {
+    pub fn mark_id(&self) -> u64 {
+        self.mark_id
+    }
 }
 
 /// Most warnings kept until someone takes them ([`Store::take_warnings`]).
@@ -336,6 +370,61 @@ impl Store {
         }
     }
 
+    /// Queues the stamp of `mark_id` for the next group commit, at once and without touching the
+    /// disk (callable on the JS thread): the fold it records has happened, and its result need not
+    /// wait for the write. From this call on, this process reads the mark as folded, and any mark
+    /// or stamp queued later is written after it. [`Store::finish_stamp`] writes it (off the JS
+    /// thread) and reports the outcome.
+    ///
+    /// `Ok(None)`: nothing to queue — memory is not loaded yet (use [`Store::stamp`]), or memory
+    /// already says there is nothing to stamp (folded, not the latest active mark, unknown).
+    ///
+    /// # Errors
+    /// `INVALID_ARGUMENT` for a bad session id.
+    pub fn queue_stamp(&self, session_id: &str, mark_id: u64) -> Result<Option<QueuedStamp>> {
+        check_session_id(session_id)?;
+        let mut memory = lock(&self.memory);
+        let Some(doc) = memory.doc.as_deref() else {
+            return Ok(None);
+        };
+        if commit::stamp_of(doc, session_id, mark_id) != Stamp::Stamped {
+            return Ok(None);
+        }
+        // Queued under the memory lock: no reader sees the mark active once the op is queued.
+        let ticket = self.enqueue(Op::Stamp {
+            session_id: session_id.to_owned(),
+            mark_id,
+        });
+        memory.stamping.insert(session_id.to_owned(), (mark_id, now_ms()));
+        Ok(Some(QueuedStamp {
+            ticket,
+            session_id: session_id.to_owned(),
+            mark_id,
+        }))
+    }
+
+    /// Writes a queued stamp (with whatever else is queued) and reports what it did; durable on
+    /// return. On failure the mark reads active again, and [`Store::stamp`] may retry it.
+    ///
+    /// # Errors
+    /// `STORE_*` when the files cannot be read, locked or written.
+    pub fn finish_stamp(&self, queued: QueuedStamp) -> Result<Stamp> {
+        let outcome = self.wait_for(queued.ticket);
+        let mut memory = lock(&self.memory);
+        if memory
+            .stamping
+            .get(&queued.session_id)
+            .is_some_and(|(id, _)| *id == queued.mark_id)
+        {
+            memory.stamping.remove(&queued.session_id);
+        }
+        drop(memory);
+        match outcome? {
+            Outcome::Stamp(stamp) => Ok(stamp),
+            Outcome::Marked(_) => unreachable!("a stamp op yields a stamp"),
+        }
+    }
+
     /// [`Store::stamp`] as a yes/no: whether this call stamped the mark (false: not the
     /// latest, already folded, or unknown).
     ///
@@ -353,7 +442,7 @@ impl Store {
     pub fn latest(&self, session_id: &str) -> Result<Option<MarkRecord>> {
         check_session_id(session_id)?;
         self.load()?;
-        Ok(self.with_doc(|doc| doc.latest(session_id).cloned()).flatten())
+        Ok(lock(&self.memory).latest(session_id))
     }
 
     /// [`Store::latest`] when the file is already in memory, without touching the disk; `None`
@@ -363,7 +452,8 @@ impl Store {
         if let Err(e) = check_session_id(session_id) {
             return Some(Err(e));
         }
-        self.with_doc(|doc| Ok(doc.latest(session_id).cloned()))
+        let memory = lock(&self.memory);
+        memory.doc.is_some().then(|| Ok(memory.latest(session_id)))
     }
 
     /// Whether the session's newest mark exists and is not folded, from memory (loading the
@@ -383,7 +473,7 @@ impl Store {
         }
         let memory = lock(&self.memory);
         match (&memory.doc, &memory.failed) {
-            (Some(doc), _) => Some(Ok(doc.latest(session_id).is_some_and(|m| m.folded_at.is_none()))),
+            (Some(_), _) => Some(Ok(memory.latest(session_id).is_some_and(|m| m.folded_at.is_none()))),
             (None, Some(e)) => Some(Err(e.clone())),
             (None, None) => None,
         }
@@ -489,7 +579,11 @@ impl Store {
         // Listed outside the memory lock (copying 100,000 marks takes milliseconds a reader
         // should not wait for), with `disk` held so no writer changes memory meanwhile (which
         // would make it copy the document this listing holds).
-        let Some(doc) = lock(&self.memory).doc.clone() else {
+        let (doc, stamping) = {
+            let memory = lock(&self.memory);
+            (memory.doc.clone(), memory.stamping.clone())
+        };
+        let Some(doc) = doc else {
             return Ok(Vec::new());
         };
         let marks = doc
@@ -498,6 +592,15 @@ impl Store {
             .rev()
             .filter(|m| session_id.is_none_or(|s| m.session_id == s))
             .cloned()
+            .map(|mut m| {
+                // A stamp queued and not yet written: this process reads the mark folded.
+                if let (None, Some(&(id, at))) = (m.folded_at, stamping.get(&m.session_id)) {
+                    if id == m.id {
+                        m.folded_at = Some(at);
+                    }
+                }
+                m
+            })
             .collect();
         drop(doc);
         drop(disk);

@@ -627,3 +627,90 @@ fn a_deleted_journal_loses_only_its_own_changes_and_the_store_goes_on() {
         3
     );
 }
+
+#[test]
+fn a_queued_stamp_reads_folded_at_once_and_lands_before_anything_queued_after_it() {
+    let (_dir, store) = temp_store();
+    let store = Arc::new(store);
+    let first = store.mark("s", 1, None).unwrap();
+    let queued = store
+        .queue_stamp("s", first.id)
+        .unwrap()
+        .expect("the latest active mark");
+    // Every read of this process sees the fold at once, before anything is written.
+    assert_eq!(store.has_active_in_memory("s"), Some(Ok(false)));
+    assert!(store
+        .latest_in_memory("s")
+        .unwrap()
+        .unwrap()
+        .unwrap()
+        .folded_at
+        .is_some());
+    assert!(store.list(Some("s")).unwrap()[0].folded_at.is_some());
+    assert!(
+        Store::new(store.path(), Limits::default())
+            .latest("s")
+            .unwrap()
+            .unwrap()
+            .folded_at
+            .is_none(),
+        "nothing is on disk yet"
+    );
+    // A mark taken after the queue, on another thread, is written after the stamp.
+    let marking = {
+        let store = store.clone();
+        std::thread::spawn(move || store.mark("s", 9, None).unwrap())
+    };
+    let second = marking.join().unwrap();
+    assert_eq!(
+        store.finish_stamp(queued).unwrap(),
+        Stamp::Stamped,
+        "written first, in the mark's batch or before it"
+    );
+    let reread = Store::new(store.path(), Limits::default());
+    let marks = reread.list(Some("s")).unwrap();
+    assert_eq!(
+        marks.iter().map(|m| (m.id, m.folded_at.is_some())).collect::<Vec<_>>(),
+        [(second.id, false), (first.id, true)]
+    );
+    assert!(reread.has_active("s").unwrap(), "the new mark is the active one");
+}
+
+#[test]
+fn a_queued_stamp_is_written_by_its_own_finish_when_no_one_else_writes() {
+    let (_dir, store) = temp_store();
+    let mark = store.mark("s", 1, None).unwrap();
+    let queued = store.queue_stamp("s", mark.id).unwrap().unwrap();
+    assert_eq!(store.finish_stamp(queued).unwrap(), Stamp::Stamped);
+    assert!(!Store::new(store.path(), Limits::default()).has_active("s").unwrap());
+    // Nothing left to queue: folded already, unknown, or not loaded.
+    assert!(store.queue_stamp("s", mark.id).unwrap().is_none());
+    assert!(store.queue_stamp("s", 999).unwrap().is_none());
+    assert!(Store::new(store.path(), Limits::default())
+        .queue_stamp("s", mark.id)
+        .unwrap()
+        .is_none());
+    assert_eq!(store.queue_stamp("", 1).unwrap_err().code(), "INVALID_ARGUMENT");
+}
+
+#[test]
+fn a_queued_stamp_that_fails_reads_active_again_and_can_be_retried() {
+    let (_dir, store) = temp_store();
+    store.mark("s", 1, None).unwrap();
+    let mark = store.mark("s", 2, None).unwrap();
+    let before = journal_of(&store);
+    fs::remove_file(&store.journal_path).unwrap();
+    fs::create_dir(&store.journal_path).unwrap();
+    let queued = store.queue_stamp("s", mark.id).unwrap().unwrap();
+    assert_eq!(store.has_active_in_memory("s"), Some(Ok(false)));
+    let err = store.finish_stamp(queued).unwrap_err();
+    assert_eq!(err.code(), "STORE_IO", "{err}");
+    assert_eq!(
+        store.has_active_in_memory("s"),
+        Some(Ok(true)),
+        "the failed stamp is not pretended"
+    );
+    fs::remove_dir(&store.journal_path).unwrap();
+    fs::write(&store.journal_path, &before).unwrap();
+    assert_eq!(store.stamp("s", mark.id).unwrap(), Stamp::Stamped);
+}
