@@ -300,6 +300,7 @@ function render(meta, R) {
         verdict(true),
       ])
     }
+  }
   const CP = R.compaction
   if (CP) {
     const pct = (/** @type {number} */ k, /** @type {number} */ t) => (t ? `${((100 * k) / t).toFixed(1)}%` : 'n/a')
