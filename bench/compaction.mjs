@@ -1,6 +1,6 @@
 /**
  * @module bench/compaction
- * Figure 10: compaction on long sessions, `dsh-fold/compaction` vs DSH's `compaction-basic`, on
+ * Figure 11: compaction on long sessions, `dsh-fold/compaction` vs DSH's `compaction-basic`, on
  * the same sessions.
  *
  * Sessions (100k–1M tokens) are made from the recorded trajectory corpus

@@ -306,25 +306,25 @@ function render(meta, R) {
     const pct = (/** @type {number} */ k, /** @type {number} */ t) => (t ? `${((100 * k) / t).toFixed(1)}%` : 'n/a')
     const ours = CP.runs.filter((/** @type {any} */ r) => r.backend === 'fold')
     const big = ours.find((/** @type {any} */ r) => r.window >= 200_000)
-    if (big) rows.push([`10. compaction on a ~${Math.round((big.window * 0.8) / 1000)}k-token surface (measure + plan + summary + 4 appends)`, '≤ 5 ms p50', `${big.ms.median.toFixed(1)} ms p50 [${big.ms.p10.toFixed(1)}–${big.ms.p90.toFixed(1)}]`, big.ms.median <= 5 ? verdict(true) : `${verdict(false)} by ${fmtX(big.ms.median / 5)}`])
+    if (big) rows.push([`11. compaction on a ~${Math.round((big.window * 0.8) / 1000)}k-token surface (measure + plan + summary + 4 appends)`, '≤ 5 ms p50', `${big.ms.median.toFixed(1)} ms p50 [${big.ms.p10.toFixed(1)}–${big.ms.p90.toFixed(1)}]`, big.ms.median <= 5 ? verdict(true) : `${verdict(false)} by ${fmtX(big.ms.median / 5)}`])
     // The same compactions without the DSH parts they call (appends and their listeners, the meter, model info).
-    if (big?.split) rows.push([`10. the backend's own share of it (without DSH's appends ${big.split.append.median.toFixed(1)} ms and meter ${big.split.meter.median.toFixed(1)} ms)`, '≤ 5 ms p50', `${big.split.own.median.toFixed(1)} ms p50 [${big.split.own.p10.toFixed(1)}–${big.split.own.p90.toFixed(1)}]`, big.split.own.median <= 5 ? verdict(true) : `${verdict(false)} by ${fmtX(big.split.own.median / 5)}`])
+    if (big?.split) rows.push([`11. the backend's own share of it (without DSH's appends ${big.split.append.median.toFixed(1)} ms and meter ${big.split.meter.median.toFixed(1)} ms)`, '≤ 5 ms p50', `${big.split.own.median.toFixed(1)} ms p50 [${big.split.own.p10.toFixed(1)}–${big.split.own.p90.toFixed(1)}]`, big.split.own.median <= 5 ? verdict(true) : `${verdict(false)} by ${fmtX(big.split.own.median / 5)}`])
     const sum = (/** @type {(r: any) => number} */ f) => ours.reduce((n, r) => n + f(r), 0)
-    rows.push(['10. model calls per compaction', '0', String(sum((r) => r.modelCalls)), sum((r) => r.modelCalls) === 0 ? verdict(true) : verdict(false)])
+    rows.push(['11. model calls per compaction', '0', String(sum((r) => r.modelCalls)), sum((r) => r.modelCalls) === 0 ? verdict(true) : verdict(false)])
     const events = sum((r) => r.pressureEvents)
     const one = sum((r) => r.onePass)
-    rows.push(['10. pressure events relieved in one pass', '≥ 95%', `${one} / ${events} (${pct(one, events)})`, events && one / events >= 0.95 ? verdict(true) : verdict(false)])
+    rows.push(['11. pressure events relieved in one pass', '≥ 95%', `${one} / ${events} (${pct(one, events)})`, events && one / events >= 0.95 ? verdict(true) : verdict(false)])
     for (const k of ['paths', 'commands', 'errors']) {
       const kept = sum((r) => r.facts[k].kept)
       const total = sum((r) => r.facts[k].total)
-      rows.push([`10. ${k} of the compacted ranges kept`, '≥ 95%', `${kept} / ${total} (${pct(kept, total)})`, total && kept / total >= 0.95 ? verdict(true) : verdict(false)])
+      rows.push([`11. ${k} of the compacted ranges kept`, '≥ 95%', `${kept} / ${total} (${pct(kept, total)})`, total && kept / total >= 0.95 ? verdict(true) : verdict(false)])
     }
     const vk = sum((r) => r.verbatim.kept)
     const vt = sum((r) => r.verbatim.total)
-    rows.push(['10. user messages and model-written summaries kept verbatim', '100%', `${vk} / ${vt}`, vk === vt ? verdict(true) : verdict(false)])
+    rows.push(['11. user messages and model-written summaries kept verbatim', '100%', `${vk} / ${vt}`, vk === vt ? verdict(true) : verdict(false)])
     const rf = sum((r) => r.recall.found)
     const rt = sum((r) => r.recall.tried)
-    rows.push(['10. of them (and sampled facts) found again by recall', '100%', `${rf} / ${rt} (${pct(rf, rt)})`, rf === rt ? verdict(true) : verdict(false)])
+    rows.push(['11. of them (and sampled facts) found again by recall', '100%', `${rf} / ${rt} (${pct(rf, rt)})`, rf === rt ? verdict(true) : verdict(false)])
   }
   const LD0 = R.load
   if (LD0?.cycles?.['cycles-fold']) {
@@ -551,7 +551,7 @@ function render(meta, R) {
     L.push('')
   }
 
-  // ---- 10. compaction
+  // ---- 11. compaction
   if (R.compaction) L.push(...compactionTables(R.compaction), '')
 
   if (!meta.quick) {
@@ -562,14 +562,14 @@ function render(meta, R) {
 }
 
 /**
- * Figure 10's tables: dsh-fold/compaction vs compaction-basic on the same sessions (also the
+ * Figure 11's tables: dsh-fold/compaction vs compaction-basic on the same sessions (also the
  * tables of docs/compaction.md).
  * @param {any} C the section's result
  * @returns {string[]} Markdown lines
  */
 function compactionTables(C) {
   const pct = (/** @type {number} */ k, /** @type {number} */ t) => (t ? `${((100 * k) / t).toFixed(1)}%` : '—')
-  const L = ['## 10. Compaction: dsh-fold/compaction vs compaction-basic', '']
+  const L = ['## 11. Compaction: dsh-fold/compaction vs compaction-basic', '']
   L.push('Sessions made from the recorded trajectory corpus (one turn per segment; checkpoint marks, finished explorations and blocks placed as an agent places them), run through a real AgentLoop + TokenMeter + SessionStore; the adapter reports the context window shown, so pressure triggers at basic\'s default `thresholdRatio` 0.8. Method: bench/compaction.mjs.', '')
   L.push('| session | window | backend | pressure events | one pass | compactions | ms p50 [p10–p90] | model calls | paths kept | commands kept | error lines kept | user + model-written kept | found by recall | cut inside an active exploration | cut inside the block in progress | summary tokens p50 | summarizer call sent p50 |')
   L.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|')
