@@ -42,7 +42,16 @@ import { anchorsOf, blocksOf, matchesExcerpt } from './helpers/markdown.mjs'
 
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 const SKIP = process.env.DSH_FOLD_SKIP_E2E ? 'DSH_FOLD_SKIP_E2E is set: the docs install a real DSH host' : false
-const PAGES = ['README.md', ...['index', 'host', 'fold', 'recall', 'block-mode', 'economics', 'cli', 'store', 'performance', 'reliability', 'differences', 'building'].map((p) => `docs/${p}.md`)]
+/** The pages in reading order; a page not named here (a new one) runs after them, so none is left out. */
+const ORDER = ['index', 'host', 'fold', 'recall', 'block-mode', 'compaction', 'economics', 'cli', 'store', 'performance', 'reliability', 'differences', 'building']
+const PAGES = [
+  'README.md',
+  ...ORDER.map((p) => `docs/${p}.md`),
+  ...readdirSync(path.join(ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md') && !f.endsWith('.zh.md') && !ORDER.includes(f.slice(0, -3)))
+    .sort()
+    .map((f) => `docs/${f}`),
+]
 
 /** A free TCP port on 127.0.0.1 is `port`? @param {number} port */
 function portFree(port) {
