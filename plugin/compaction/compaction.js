@@ -35,11 +35,10 @@ import { CONTEXT_WINDOW_EXCEEDED_CODE, createUserMessage, errorChain } from '@de
 
 import { addon } from '../shared/addon.js'
 import { Config, budgets, policyFor, resolveConfig, summaryCap } from './config.js'
-import { liveCompaction } from '../shared/compaction-lock.js'
 import { eventLog } from '../shared/session.js'
 import { openTurn } from './lock.js'
 import { callBlockIds } from '../block/surface.js'
-import { mirrorOf, mountMirror, trackBlockTool, useMeter } from '../shared/mirror.js'
+import { liveCompaction, mirrorOf, mountMirror, trackBlockTool, useMeter } from '../shared/mirror.js'
 import { compactionOverlay } from './overlay.js'
 import { warmReportFacts } from './report-facts.js'
 import { OWN_MARKER } from './source.js'

@@ -4,7 +4,7 @@
  * append-only log once, forward, as it grows (a step boundary reads only the events since the
  * last one). DSH's compaction lock itself is not read here: every producer of this package
  * (this backend, a rewind, block mode) reads it through the one shared rule,
- * plugin/shared/compaction-lock.js (`liveCompaction`).
+ * plugin/shared/compaction-lock.js, as the session mirror answers it (`liveCompaction`).
  */
 import { eventLog } from '../shared/session.js'
 

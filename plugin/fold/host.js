@@ -1,11 +1,15 @@
 /**
  * @module plugin/fold/host
- * The `RewindHost` over a real DSH `Session`: what the addon's `rewind` calls back.
+ * The fold's host over a real DSH `Session`: what the rewind service hands the addon, and what
+ * the addon calls back. The path of a rewind is top-down — the tool and its service
+ * (`./rewind.js`) → `foldHost` here (waits out DSH's compaction lock, brings the session's mirror
+ * in step) → the session mirror (`../shared/mirror.js`) → the addon's `rewind`, which selects the
+ * region off the mirror and calls back `summarize` and `commit` on the host made here.
  *
- * - `mirror` is the session's mirror (`../shared/mirror.js`), brought in step when the host is
- *   made: the addon reads the region off it, so no snapshot crosses and nothing is called back;
- *   `current` names the rewind call's assistant message (the region ends before it). `snapshot`
- *   brings the mirror back in step and hands it over, for a fold that waited for its mark.
+ * - `mirror` is the session's mirror, brought in step when the host is made: the addon reads the
+ *   region off it, so no snapshot crosses and nothing is called back; `current` names the rewind
+ *   call's assistant message (the region ends before it). `snapshot` brings the mirror back in
+ *   step and hands it over, for a fold that waited for its mark.
  * - `summarize` asks the summarizer; when the host has DSH's token meter (`metered`) it adds the
  *   prices the shrink check and `tokensFreed` compare: the region's from the mirror, the
  *   report's from the meter (through the mirror).
@@ -13,12 +17,13 @@
  *   DSH's compaction lock, re-check the region on the mirror (only if the log grew since the
  *   selection), then append the replacement — after DSH's shadow price when a
  *   meter is mounted. Nothing can interleave with it.
+ * - `repairedTokensFreed` prices a fold the addon repaired (committed before a crash, stamped
+ *   now) from its report on the mirror.
  */
 import { createUserMessage } from '@deepseek-ai/dsh-llm'
 
 import { addon } from '../shared/addon.js'
-import { liveCompaction } from '../shared/compaction-lock.js'
-import { mirrorOf, priceMessage } from '../shared/mirror.js'
+import { liveCompaction, mirrorOf, priceMessage } from '../shared/mirror.js'
 import { REWIND_REPORT_SOURCE } from '../shared/session.js'
 
 /**
@@ -38,7 +43,7 @@ export function reportMessage(report, markId) {
  *   the report at the commit (the recall hint: outside the shrink check and `tokensFreed`, so it
  *   can never fail a fold); `metered`: the host has DSH's token meter — the fold is priced in
  *   tokens and the commit logs DSH's shadow price
- * @returns {import('../../index.js').RewindHost}
+ * @returns {import('../../index.js').RewindHost & {repairedTokensFreed: (markId: number) => number}}
  */
 export function sessionHost(session, summarize, options = {}) {
   const kept = mirrorOf(session)
@@ -60,6 +65,7 @@ export function sessionHost(session, summarize, options = {}) {
   return {
     mirror: kept.native,
     current,
+    repairedTokensFreed: (/** @type {number} */ markId) => mirrorOf(session).native.reportOf(markId, 0)?.tokensFreed ?? 0,
     snapshot: () => {
       const mirror = mirrorOf(session).native
       seen = session.seq
@@ -89,4 +95,59 @@ export function sessionHost(session, summarize, options = {}) {
       return 'committed'
     },
   }
+}
+
+/**
+ * The fold's host for `session`, once no other producer's compaction holds the session: while
+ * a `compaction/start` of DSH's lock is live its replacement is being written over the surface,
+ * and a fold now would replace messages inside that bracket. Waits for its end, watching the
+ * session's events through `ctx`'s `session/event`, at most `timeoutMs` (then the coded
+ * `COMPACTION_BUSY`); an abort rejects with the signal's reason, as `fetch` does.
+ * @param {any} ctx a cordis context that sees the session's events
+ * @param {any} session
+ * @param {import('../../index.js').RewindHost['summarize']} summarize
+ * @param {Parameters<typeof sessionHost>[2] & {timeoutMs: number, signal?: AbortSignal}} options
+ * @returns {Promise<ReturnType<typeof sessionHost>>}
+ */
+export async function foldHost(ctx, session, summarize, { timeoutMs, signal, ...options }) {
+  await compactionReleased(ctx, session, timeoutMs, signal)
+  return sessionHost(session, summarize, options)
+}
+
+/**
+ * Resolves once no compaction holds `session`'s lock (at once when none does).
+ * @param {any} ctx @param {any} session @param {number} timeoutMs @param {AbortSignal} [signal]
+ * @returns {Promise<void>}
+ */
+function compactionReleased(ctx, session, timeoutMs, signal) {
+  const held = liveCompaction(session)
+  if (held === undefined) return Promise.resolve()
+  if (signal?.aborted) return Promise.reject(signal.reason)
+  return new Promise((resolve, reject) => {
+    /** @type {() => void} */
+    let stopListening = () => {}
+    const finish = (/** @type {unknown} */ error) => {
+      clearTimeout(timer)
+      stopListening()
+      signal?.removeEventListener('abort', onAbort)
+      if (error === undefined) resolve()
+      else reject(error)
+    }
+    const onAbort = () => finish(signal?.reason)
+    const timer = setTimeout(() => {
+      const start = liveCompaction(session)
+      const error = Object.assign(
+        new Error(
+          `another producer's compaction of this session (compaction/start at seq ${start ?? held}) held DSH's compaction lock for ${timeoutMs} ms; the rewind did not run: nothing was written and the mark is still active`,
+        ),
+        { name: 'FoldError', code: 'COMPACTION_BUSY' },
+      )
+      finish(error)
+    }, timeoutMs)
+    signal?.addEventListener('abort', onAbort, { once: true })
+    const dispose = ctx.on('session/event', (/** @type {any} */ s) => {
+      if ((s === session || s?.id === session.id) && liveCompaction(session) === undefined) finish(undefined)
+    })
+    stopListening = typeof dispose === 'function' ? dispose : () => {}
+  })
 }

@@ -4,18 +4,17 @@
  * `@dpskh/tool-rewind` over the dsh-fold addon.
  *
  * `rewind(agent, signal)` folds everything since the session's latest checkpoint mark into
- * a report. The path, top-down: the tool → this service → the fold's host (`./host.js`) over the
- * session's mirror (`../shared/mirror.js`) → the addon, which selects the region off the mirror
- * (its rules are in `crates/fold-core/src/region.rs`) and holds the session's fold lock; the
- * report comes from `ctx.llm` (or the extractive generator); the commit re-checks the region and
- * appends ONE replacement `user/message` (`surfaceOp: replace`, source `{kind:'plugin',
- * plugin:'rewind', markId}`) in one synchronous step, and the fold's result is out. The mark is
- * stamped folded right after, off the critical path; a stamp that fails is logged as a warning
- * and the next rewind finishes it. Any failure before the commit writes nothing.
- * While another producer holds DSH's compaction lock (a live `compaction/start`,
- * plugin/shared/compaction-lock.js) the rewind waits for its end, at most `reportTimeoutMs`
- * (then `COMPACTION_BUSY`); a bracket opened during the fold makes its commit `CHANGED`.
- * No plugin events enter the session log.
+ * a report. The path, top-down: the tool → this service → the fold's host (`./host.js`: it
+ * waits while another producer holds DSH's compaction lock — a live `compaction/start` — at most
+ * `reportTimeoutMs`, then `COMPACTION_BUSY`) over the session's mirror (`../shared/mirror.js`)
+ * → the addon, which selects the region off the mirror (its rules are in
+ * `crates/fold-core/src/region.rs`) and holds the session's fold lock; the report comes from
+ * `ctx.llm` (or the extractive generator); the commit re-checks the region and appends ONE
+ * replacement `user/message` (`surfaceOp: replace`, source `{kind:'plugin', plugin:'rewind',
+ * markId}`) in one synchronous step, and the fold's result is out. The mark is stamped folded
+ * right after, off the critical path; a stamp that fails is logged as a warning and the next
+ * rewind finishes it. Any failure before the commit writes nothing; a compaction bracket opened
+ * during the fold makes its commit `CHANGED`. No plugin events enter the session log.
  *
  * The turn guard: while the latest mark is active, `agent/turn-stopping` injects a standing
  * warning once per agent per turn, and returns the promise doing it, so the loop sees the
@@ -27,13 +26,12 @@ import { defineTool } from '@deepseek-ai/dsh-tools'
 import Schema from '@deepseek-ai/schemastery'
 
 import { addon } from '../shared/addon.js'
-import { compactionReleased } from '../shared/compaction-lock.js'
 import { toToolError } from '../shared/errors.js'
 import { extractiveSummarizer, fallbackSummarizer } from './extractive.js'
 import { llmSummarizer } from './summarize.js'
-import { sessionHost } from './host.js'
+import { foldHost } from './host.js'
 import { recallHint } from '../recall/hint.js'
-import { mirrorOf, mountMirror, useMeter } from '../shared/mirror.js'
+import { mountMirror, useMeter } from '../shared/mirror.js'
 import { REWIND_GUARD_SOURCE, REWIND_REPORT_SOURCE, eventLog, isRewindReportSource } from '../shared/session.js'
 
 export { REWIND_GUARD_SOURCE, REWIND_REPORT_SOURCE, isRewindReportSource }
@@ -180,13 +178,11 @@ export default class RewindService extends Service {
     const store = checkpoint.store
     const marks = typeof store === 'string' || typeof store?.path === 'string' ? store : checkpoint
     try {
-      // DSH's compaction lock: while another producer's compaction of this session is live, its
-      // replacement is being written over the surface; a fold now would replace messages inside
-      // that bracket. Wait for its end, within the report's time bound (or the abort).
-      await compactionReleased(this.ctx, session, { timeoutMs: config.reportTimeoutMs, signal, what: 'the rewind' })
       const hint = (/** @type {number} */ markId) => recallHint(this.ctx, { fold: markId }, config.reportLanguage, { program: options.program })
       const metered = this.meter !== undefined
-      const result = await addon.rewind(marks, session.id, sessionHost(session, summarize, { ...options, hint, metered }), {
+      // Waits out another producer's live compaction bracket, within the report's time bound.
+      const host = await foldHost(this.ctx, session, summarize, { ...options, hint, metered, timeoutMs: config.reportTimeoutMs, signal })
+      const result = await addon.rewind(marks, session.id, host, {
         maxSummarizationRetries: config.maxSummarizationRetries,
         signal,
         // The fold happened; only the store's record of it is missing, and the next rewind (which
@@ -194,7 +190,7 @@ export default class RewindService extends Service {
         onStampError: (/** @type {Error} */ error) => this.ctx.logger.warn('rewind: %s', error.message),
       })
       // A repaired fold (committed before a crash) is priced from its report on the surface.
-      if (metered && result.tokensFreed === undefined) result.tokensFreed = mirrorOf(session).native.reportOf(result.markId, 0)?.tokensFreed ?? 0
+      if (metered && result.tokensFreed === undefined) result.tokensFreed = host.repairedTokensFreed(result.markId)
       return used === 'extractive' ? { ...result, report: 'extractive' } : result
     } catch (e) {
       // A cancelled rewind rejects with the signal's reason itself, as `fetch` does.

@@ -18,7 +18,8 @@
  *   A rebuild describes the surface as it is (O(surface)) — or, while block mode tracks ids,
  *   every event again — so a session restored from disk or forked is described once.
  * - The log index (the open compaction bracket, the history of replacements recall lists) of a
- *   mirror rebuilt from its surface is read from the log when first asked (`withLog`).
+ *   mirror rebuilt from its surface is read from the log when first asked (`withLog`); the open
+ *   bracket is DSH's compaction lock, as `liveCompaction` answers it.
  */
 import { isCompactCheckpointSource } from '@deepseek-ai/dsh-compaction'
 import { deriveEventMessage } from '@deepseek-ai/dsh-session'
@@ -387,6 +388,17 @@ export function withLog(session) {
   const m = mirrorOf(session)
   if (!m.native.logKnown) learnLog(m, session)
   return m
+}
+
+/**
+ * The seq of the `compaction/start` holding `session`'s compaction lock now, or `undefined`:
+ * the mirror applies DSH's rule (plugin/shared/compaction-lock.js) to each event as it is
+ * appended, so asking costs no walk of the log.
+ * @param {any} session a `@deepseek-ai/dsh-session` Session
+ * @returns {number | undefined}
+ */
+export function liveCompaction(session) {
+  return withLog(session).native.openCompaction() ?? undefined
 }
 
 /**
