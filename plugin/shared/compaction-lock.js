@@ -9,8 +9,8 @@
  * One rule, used by every producer here: block mode's log reading (plugin/block/log.js) and
  * snapshot (plugin/block/surface.js) fold each event through `compactionLock`, and the session
  * mirror (crates/fold-core/src/mirror.rs) applies the same rule to each event it is fed; the
- * rewind, the compaction backend and recall ask the mirror (`liveCompaction` in
- * plugin/shared/mirror.js), so each event of a session is looked at once.
+ * rewind (before it folds and at its commit) and the compaction backend ask the mirror
+ * (`liveCompaction` in plugin/shared/mirror.js), so each event of a session is looked at once.
  */
 
 /**
