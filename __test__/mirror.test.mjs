@@ -207,6 +207,9 @@ describe('the session mirror on real DSH sessions', () => {
             // The listener fed the kept mirror as each event was appended (a fork or a restore
             // was described once, when it was created): nothing left to catch up.
             assert.equal(mirrorOf(session).native.eventCount, session.seq)
+            // ...with its log index (open compaction, replacements) read then too, so the first
+            // fold of a resumed session walks no log.
+            assert.equal(mirrorOf(session).native.logKnown, true, `seed ${seed}, step ${s}: log index known`)
             // The rewind call runs before its result exists: name it only while it is open.
             const open = d.lastCall !== undefined && d.open.includes(d.lastCall)
             check(session, `seed ${seed}, step ${s}`, { callId: open ? d.lastCall : undefined, ids: Boolean(setup.blocks) })
@@ -234,6 +237,7 @@ describe('the session mirror on real DSH sessions', () => {
     // Described at mount, then fed.
     const kept = mirrorOf(session).native
     assert.equal(kept.eventCount, session.seq)
+    assert.equal(kept.logKnown, true, 'the log index is read at mount too')
     session.append('user/message', createUserMessage({ content: [{ type: 'text', text: 'after mount' }], source: { kind: 'user' } }), { surfaceOp: 'append' })
     assert.equal(kept.eventCount, session.seq, 'fed by the listener')
     // A detached session (no listener at all) is caught up at its next use.
