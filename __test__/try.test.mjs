@@ -72,6 +72,15 @@ describe('dsh-fold try on a real installed host', { skip: SKIP }, () => {
   /** @type {Record<string, string>} */
   let homeBefore
   /** The environment of a user with the README's host on PATH and no key. */
+  /** The pids of host processes (bin/host/boot.mjs) started by a run of this suite. */
+  const hostsOfThisRun = () =>
+    readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
+      try {
+        return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('bin/host/boot.mjs') && readFileSync(`/proc/${p}/environ`, 'utf8').includes(tmpdirOfRuns)
+      } catch {
+        return false
+      }
+    })
   const userEnv = () => ({ HOME: home, PATH: userPath, TMPDIR: tmpdirOfRuns, DSH_HOME: undefined, DEEPSEEK_API_KEY: undefined, DEEPSEEK_BASE_URL: undefined, DSH_TOOLS_MODE: undefined, DSH_FOLD_CACHE: path.join(tmp, 'no-cache') })
 
   before(async () => {
@@ -226,24 +235,24 @@ describe('dsh-fold try on a real installed host', { skip: SKIP }, () => {
     for (const [k, v] of Object.entries(userEnv())) if (v === undefined) delete full[k]
     const child = spawn(process.execPath, [BIN, 'try'], { env: full, stdio: ['ignore', 'pipe', 'pipe'] })
     let out = ''
-    /** @type {number | null} */
-    const code = await new Promise((resolve) => {
-      child.stdout.setEncoding('utf8').on('data', (d) => {
-        out += d
-        // Interrupt once the host runs: the first thing the model did is on screen.
-        if (/→ checkpoint/.test(out) && !child.killed) child.kill('SIGINT')
-      })
-      child.on('close', (c) => resolve(c))
-    })
+    child.stdout.setEncoding('utf8').on('data', (d) => (out += d))
+    /** @type {Promise<number | null>} */
+    const closed = new Promise((resolve) => child.on('close', (c) => resolve(c)))
+    // Interrupt while this run's host is running. (Waiting for the transcript's first tool call
+    // raced the run on a fast machine: the transcript follows the session log every 400 ms, so a
+    // scripted run could finish before its first line was printed, and the SIGINT came too late.)
+    let interrupted = false
+    while (!interrupted && child.exitCode === null) {
+      if (hostsOfThisRun().length > 0) {
+        child.kill('SIGINT')
+        interrupted = true
+      } else await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    const code = await closed
+    assert.ok(interrupted, `the host of this run was never seen running:\n${out}`)
     assert.equal(code, 130, out)
-    const hosts = readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
-      try {
-        return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('bin/host/boot.mjs') && readFileSync(`/proc/${p}/environ`, 'utf8').includes(tmpdirOfRuns)
-      } catch {
-        return false
-      }
-    })
-    assert.deepEqual(hosts, [], 'no host process of this run is left')
+    assert.doesNotMatch(out, /^done in /m, 'the run was cut short')
+    assert.deepEqual(hostsOfThisRun(), [], 'no host process of this run is left')
     assert.deepEqual(readdirSync(tmpdirOfRuns).filter((f) => f !== 'node-compile-cache'), [], 'the temporary home is removed')
   })
 
