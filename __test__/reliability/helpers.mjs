@@ -295,7 +295,15 @@ export async function collectGarbage() {
   }
 }
 
-export const rssMiB = () => process.memoryUsage().rss / 1048576
+/**
+ * One reading of the process's memory, in MiB: RSS; what of it is not V8's committed heap (the
+ * addon, libuv, glibc's arenas); the heap V8 has committed; and the live JS heap.
+ */
+export function memoryMiB() {
+  const { rss, heapTotal, heapUsed } = process.memoryUsage()
+  const mib = (/** @type {number} */ bytes) => bytes / 1048576
+  return { rss: mib(rss), native: mib(rss - heapTotal), committed: mib(heapTotal), live: mib(heapUsed) }
+}
 
 // ---- the worker ------------------------------------------------------------------------------
 

@@ -14,18 +14,12 @@ import { rmSync } from 'node:fs'
 import path from 'node:path'
 import { describe, it } from 'node:test'
 
-import { collectGarbage, explorationSurface, fold, jsHost, memoryBackedBase, rssMiB, tempStore } from './helpers.mjs'
+import { collectGarbage, explorationSurface, fold, jsHost, memoryBackedBase, memoryMiB, tempStore } from './helpers.mjs'
 
 const CYCLES = 10_000
 const WARM_UP = 1_000
 const BOUND_MIB = 16
 const SESSIONS = ['mem-a', 'mem-b', 'mem-c', 'mem-d']
-
-/** Resident memory that is not V8's committed heap: the addon, libuv, glibc's arenas. */
-const nativeMiB = () => {
-  const { rss, heapTotal } = process.memoryUsage()
-  return (rss - heapTotal) / 1048576
-}
 
 describe('memory', () => {
   it(`${CYCLES} mark+fold cycles grow memory outside the JS heap by less than ${BOUND_MIB} MiB after a ${WARM_UP}-cycle warm-up`, { timeout: 300_000 }, async (t) => {
@@ -37,10 +31,7 @@ describe('memory', () => {
         throw new Error('transient summarizer failure')
       },
     })
-    let rssAfterWarmUp = 0
-    let nativeAfterWarmUp = 0
-    let heapAfterWarmUp = 0
-    let committedAfterWarmUp = 0
+    let atWarmUp = memoryMiB()
     // Every AbortSignal handed to rewind must become collectable once the fold settled: each
     // carries 4 KB, so 5,000 kept alive would show as ~20 MB of JS heap.
     let signals = 0
@@ -48,10 +39,7 @@ describe('memory', () => {
     for (let i = 0; i < CYCLES; i++) {
       if (i === WARM_UP) {
         await collectGarbage()
-        rssAfterWarmUp = rssMiB()
-        nativeAfterWarmUp = nativeMiB()
-        heapAfterWarmUp = process.memoryUsage().heapUsed / 1048576
-        committedAfterWarmUp = process.memoryUsage().heapTotal / 1048576
+        atWarmUp = memoryMiB()
       }
       const session = SESSIONS[i % SESSIONS.length]
       const { id } = await fold.mark(file, session, 3, `cycle ${i}`)
@@ -71,14 +59,14 @@ describe('memory', () => {
       if (i % 100 === 0) assert.equal(fold.hasActiveSync(file, session), false)
     }
     await collectGarbage()
-    const rssAtEnd = rssMiB()
-    const heapGrowth = process.memoryUsage().heapUsed / 1048576 - heapAfterWarmUp
-    const committedGrowth = process.memoryUsage().heapTotal / 1048576 - committedAfterWarmUp
-    const growth = nativeMiB() - nativeAfterWarmUp
+    const atEnd = memoryMiB()
+    const heapGrowth = atEnd.live - atWarmUp.live
+    const committedGrowth = atEnd.committed - atWarmUp.committed
+    const growth = atEnd.native - atWarmUp.native
     const seconds = (performance.now() - started) / 1000
     const figures =
-      `[memory] ${CYCLES} mark+rewind cycles (+${CYCLES / 10} failed attempts) on ${base}: RSS ${rssAfterWarmUp.toFixed(1)} MiB ` +
-      `after ${WARM_UP} warm-up cycles → ${rssAtEnd.toFixed(1)} MiB at the end; outside the JS heap growth ` +
+      `[memory] ${CYCLES} mark+rewind cycles (+${CYCLES / 10} failed attempts) on ${base}: RSS ${atWarmUp.rss.toFixed(1)} MiB ` +
+      `after ${WARM_UP} warm-up cycles → ${atEnd.rss.toFixed(1)} MiB at the end; outside the JS heap growth ` +
       `${growth.toFixed(1)} MiB (bound ${BOUND_MIB} MiB); V8 heap committed +${committedGrowth.toFixed(1)} MiB, ` +
       `live JS heap growth ${heapGrowth.toFixed(1)} MiB; ` +
       `${signals} AbortSignals (4 KB each) passed; ${seconds.toFixed(1)} s`
