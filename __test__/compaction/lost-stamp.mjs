@@ -6,11 +6,13 @@
  * 1. `fold`: the user asks for an investigation; the model checkpoints, probes twice, rewinds
  *    (the report lands, but the store's folder is swapped for a file right then, so the durable
  *    stamp fails: the mark still reads active, as after a crash between commit and stamp), then
- *    goes on with two more probes and answers;
+ *    goes on with two more probes and answers. The store stays unwritable until `heal`, so
+ *    nothing before it can finish the stamp;
  * 2. `compact`: `/compact` with the profile's backend (dsh-fold's or compaction-basic) replaces
  *    the history, the rewind report with it;
- * 3. `rewind`: a rewind, as a model obeying an old warning would call it;
- * 4. `later`: the user's next request, which the model answers; at its turn's end the turn
+ * 3. `heal`: the store's folder is back (the stamp can be written from now on);
+ * 4. `rewind`: a rewind, as a model obeying an old warning would call it;
+ * 5. `later`: the user's next request, which the model answers; at its turn's end the turn
  *    guard decides whether to ask for a rewind (and the scripted model obeys it if it does).
  *
  * `facts` is what the test judges: the rewind reports of mark 1 in the log, whether the later
@@ -91,15 +93,15 @@ export async function agentFor(root, events) {
 
 /**
  * Runs one phase.
- * @param {'fold' | 'compact' | 'rewind' | 'later'} name
+ * @param {'fold' | 'compact' | 'heal' | 'rewind' | 'later'} name
  * @param {{root: any, agent: any, store: string}} host
  * @returns {Promise<any>} the phase's own answer (the rewind's result or error, the compaction's outcome)
  */
 export async function phase(name, { root, agent, store }) {
   const session = agent.session
+  const dir = path.dirname(store)
   if (name === 'fold') {
     // Once the report lands, the store's folder becomes a file: every stamp write fails.
-    const dir = path.dirname(store)
     const off = root.on('session/event', (/** @type {any} */ _s, /** @type {any} */ event) => {
       if (event.type === 'user/message' && isRewindReportSource(event.data.source) && event.data.source.markId !== undefined && !existsSync(`${dir}.away`)) {
         renameSync(dir, `${dir}.away`)
@@ -110,10 +112,13 @@ export async function phase(name, { root, agent, store }) {
       await prompt(agent, REQUEST)
     } finally {
       off()
-      if (existsSync(`${dir}.away`)) {
-        rmSync(dir)
-        renameSync(`${dir}.away`, dir)
-      }
+    }
+    return undefined
+  }
+  if (name === 'heal') {
+    if (existsSync(`${dir}.away`)) {
+      rmSync(dir)
+      renameSync(`${dir}.away`, dir)
     }
     return undefined
   }

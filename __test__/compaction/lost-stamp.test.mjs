@@ -79,7 +79,7 @@ for (const backend of /** @type {const} */ (['fold', 'basic'])) {
     const when = restartAfter === null ? 'in one process' : `with a restart after the ${restartAfter === 'fold' ? 'fold' : 'compaction'}`
     describe(`a lost stamp, then ${name}, ${when}`, () => {
       it("the guard asks for no second fold: the user's later request stays in context and the mark is stamped", async () => {
-        const { facts, last, log } = await scenario(backend, ['fold', 'compact', 'later'], restartAfter)
+        const { facts, last, log } = await scenario(backend, ['fold', 'compact', 'heal', 'later'], restartAfter)
         const report = theReport(log)
         assert.equal(log.some((e) => e.surfaceOp?.op === 'replace' && e.seq > report.seq && e.sourceEventSeqs?.includes(report.seq)), true, 'the compaction replaced the report')
         if (restartAfter === 'fold') assert.equal(facts[0].active, true, 'the stamp was lost: the mark reads active after the fold')
@@ -89,7 +89,7 @@ for (const backend of /** @type {const} */ (['fold', 'basic'])) {
       })
 
       it('a rewind called anyway repairs the stamp and returns the fold, folding nothing again', async () => {
-        const { answers, last, log } = await scenario(backend, ['fold', 'compact', 'rewind', 'later'], restartAfter)
+        const { answers, last, log } = await scenario(backend, ['fold', 'compact', 'heal', 'rewind', 'later'], restartAfter)
         const report = theReport(log)
         const cited = report.sourceEventSeqs
         assert.equal(answers.rewind.code, undefined, answers.rewind.message)
