@@ -1024,16 +1024,29 @@ impl Mirror {
         for record in &records {
             let seq = record.seq();
             let mut fact = record.fact(seq).map_err(out_of_step)?;
-            if self.index_of(seq).is_none() {
-                // Off the surface: described so what cites it (a report's account) and what it
-                // is (a report of a mark) are known. What it cites has a lower seq: described.
-                self.resolve(&mut fact, record.sources(), 0..0);
-                let index = self.facts.len() as u32;
-                if fact.report != 0 {
-                    self.report_facts.push(index);
+            // What it cites has a lower seq: described by now.
+            match self.index_of(seq) {
+                None => {
+                    // Off the surface: described so what it is (a report of a mark) and what it
+                    // accounts for are known.
+                    self.resolve(&mut fact, record.sources(), 0..0);
+                    let index = self.facts.len() as u32;
+                    if fact.report != 0 {
+                        self.report_facts.push(index);
+                    }
+                    self.fact_at[seq as usize] = index;
+                    self.facts.push(fact);
                 }
-                self.fact_at[seq as usize] = index;
-                self.facts.push(fact);
+                Some(i) if self.facts[i].report != 0 => {
+                    // A report the surface load described only as what another report cites,
+                    // before what it cites itself was described: its account again, now whole.
+                    self.resolve(&mut fact, record.sources(), 0..0);
+                    // (`resolve` numbers the fresh fact only when it pushed an account.)
+                    if let Some(whole) = (fact.report != 0).then(|| self.reports.pop()).flatten() {
+                        self.reports[self.facts[i].report as usize - 1] = whole;
+                    }
+                }
+                Some(_) => {}
             }
             if !fact.source.is_replacement() {
                 continue;
