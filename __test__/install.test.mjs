@@ -25,6 +25,11 @@ function expectedPlatform() {
   return `${platform}-${arch}`
 }
 const PLATFORM = expectedPlatform()
+/** rustup's binary (its proxies, cargo among them, are links to it), when installed. */
+const RUSTUP = (() => {
+  const r = spawnSync('sh', ['-c', 'command -v rustup'], { encoding: 'utf8' })
+  return r.status === 0 ? realpathSync(r.stdout.trim()) : null
+})()
 
 let dir = ''
 let rootTarball = ''
@@ -47,6 +52,20 @@ before(() => {
   rootTarball = path.join(dir, JSON.parse(out)[0].filename)
 })
 after(() => rmSync(dir, { recursive: true, force: true }))
+
+/**
+ * A source checkout with no binary: the loader, Cargo.toml, the install script and the checkout's
+ * own manifest, less what npm would download before the install step runs. @param {string} name
+ */
+function checkout(name) {
+  const p = path.join(dir, name)
+  mkdirSync(path.join(p, 'scripts'), { recursive: true })
+  for (const f of ['index.js', 'Cargo.toml', 'scripts/install.js']) copyFileSync(path.join(ROOT, f), path.join(p, f))
+  const { devDependencies, peerDependencies, peerDependenciesMeta, ...manifest } = pkg
+  void devDependencies, peerDependencies, peerDependenciesMeta
+  writeFileSync(path.join(p, 'package.json'), JSON.stringify(manifest, null, 2))
+  return p
+}
 
 /** A fresh empty project folder. @param {string} name */
 function project(name) {
@@ -81,19 +100,34 @@ describe('npm install without a prebuilt binary or a Rust toolchain', () => {
   })
 
   it('a source checkout without cargo: one message naming the platform and saying to install Rust with rustup', () => {
-    const p = path.join(dir, 'checkout')
-    mkdirSync(path.join(p, 'scripts'), { recursive: true })
-    for (const f of ['index.js', 'Cargo.toml', 'scripts/install.js']) copyFileSync(path.join(ROOT, f), path.join(p, f))
-    // The checkout's own manifest, less what npm would download before the install step runs.
-    const { devDependencies, peerDependencies, peerDependenciesMeta, ...manifest } = pkg
-    void devDependencies, peerDependencies, peerDependenciesMeta
-    writeFileSync(path.join(p, 'package.json'), JSON.stringify(manifest, null, 2))
+    const p = checkout('checkout')
     const r = npmInstall(p, [])
     assert.notEqual(r.status, 0, 'npm install must fail')
     const said = messages(r)
     assert.equal(said.length, 1, `exactly one message, got:\n${said.join('\n')}`)
     assert.match(said[0], new RegExp(`no prebuilt binary for ${PLATFORM} \\(no dsh-fold\\.${PLATFORM}\\.node here, no dsh-fold-${PLATFORM} package\\)`))
     assert.match(said[0], /`cargo` is not on PATH\. Install Rust with rustup \(https:\/\/rustup\.rs\)/)
+    assert.deepEqual(binaries(p), [], 'nothing was built')
+  })
+
+  it("a source checkout whose cargo is on PATH but cannot run (rustup with no default toolchain): says cargo failed, with cargo's own first line", { skip: RUSTUP ? false : 'needs rustup (its proxy is the cargo that cannot run)' }, () => {
+    const p = checkout('checkout-no-toolchain')
+    // rustup's own proxy named cargo, with a rustup home that holds no toolchain: what a user has
+    // after installing rustup with `--default-toolchain none`, or after removing the default.
+    const bin = path.join(dir, 'bin-rustup')
+    mkdirSync(bin)
+    for (const f of readdirSync(env.PATH)) symlinkSync(realpathSync(path.join(env.PATH, f)), path.join(bin, f))
+    symlinkSync(RUSTUP, path.join(bin, 'cargo'))
+    const rustupHome = path.join(dir, 'rustup-home-empty')
+    mkdirSync(rustupHome)
+    const r = spawnSync('npm', ['install', '--foreground-scripts', '--legacy-peer-deps', '--no-audit', '--no-fund'], { cwd: p, env: { ...env, PATH: bin, RUSTUP_HOME: rustupHome }, encoding: 'utf8' })
+    assert.notEqual(r.status, 0, 'npm install must fail')
+    const said = messages(r)
+    assert.equal(said.length, 1, `exactly one message, got:\n${said.join('\n')}`)
+    assert.doesNotMatch(said[0], /not on PATH/)
+    assert.match(said[0], new RegExp(`no prebuilt binary for ${PLATFORM} \\(no dsh-fold\\.${PLATFORM}\\.node here, no dsh-fold-${PLATFORM} package\\)`))
+    assert.match(said[0], /`cargo --version` failed \(exit 1\), saying "error: rustup could not choose a version of cargo to run/)
+    assert.match(said[0], /rustup default stable/)
     assert.deepEqual(binaries(p), [], 'nothing was built')
   })
 

@@ -10,7 +10,10 @@
  * - the platform package is installed but its binary does not load: the loader's reason;
  * - a published package whose platform package is missing: reinstall with optional
  *   dependencies if the platform has one, else the platforms that do and the source route;
- * - a source checkout without cargo: install Rust with rustup.
+ * - a source checkout without cargo: install Rust with rustup;
+ * - a source checkout whose cargo is on PATH but cannot run (rustup with no default toolchain, a
+ *   broken install): that `cargo --version` failed, with cargo's own first line (and rustup's
+ *   `help:` line when it gives one).
  */
 'use strict'
 const { spawnSync } = require('node:child_process')
@@ -74,9 +77,18 @@ if (!existsSync(path.join(root, 'Cargo.toml'))) {
   fail(`no prebuilt binary for ${platform} (npm package ${platformPackage}); prebuilt platforms: ${list}. Build it from source instead: clone the repository and run npm install there, which needs the Rust toolchain (https://rustup.rs).`)
 }
 
-const cargo = spawnSync('cargo', ['--version'], { stdio: 'pipe' })
+const cargo = spawnSync('cargo', ['--version'], { stdio: 'pipe', encoding: 'utf8' })
+const noBinary = `no prebuilt binary for ${platform} (no ${binaryName}.${platform}.node here, no ${platformPackage} package)`
+if (cargo.error && /** @type {any} */ (cargo.error).code === 'ENOENT') {
+  fail(`${noBinary} and no Rust toolchain to build one: \`cargo\` is not on PATH. Install Rust with rustup (https://rustup.rs), open a new shell so cargo is on PATH, and run npm install again.`)
+}
 if (cargo.status !== 0) {
-  fail(`no prebuilt binary for ${platform} (no ${binaryName}.${platform}.node here, no ${platformPackage} package) and no Rust toolchain to build one: \`cargo\` is not on PATH. Install Rust with rustup (https://rustup.rs), open a new shell so cargo is on PATH, and run npm install again.`)
+  // cargo is there but does not run: rustup with no default toolchain, a broken install, a file
+  // that is not executable. Its own words say which; rustup adds a `help:` line with the fix.
+  const lines = `${cargo.stderr ?? ''}\n${cargo.stdout ?? ''}`.split('\n').map((l) => l.trim()).filter(Boolean)
+  const how = cargo.error ? `could not be started (${/** @type {any} */ (cargo.error).code ?? cargo.error.message})` : `failed (${cargo.status === null ? `killed by ${cargo.signal}` : `exit ${cargo.status}`})`
+  const said = [lines[0], lines.find((l, i) => i > 0 && /^help:/.test(l))].filter(Boolean).map((l) => `"${l}"`)
+  fail(`${noBinary}, and the Rust toolchain on PATH cannot build one: \`cargo --version\` ${how}${said.length ? `, saying ${said.join(' and ')}` : ' and said nothing'}. Make cargo run (rustup with no toolchain: \`rustup default stable\`), then run npm install again.`)
 }
 console.error(`dsh-fold: no prebuilt binary for ${platform}, building from source (napi build --platform --release)...`)
 // @napi-rs/cli exports no path to its bin; find it through its package.json.
