@@ -67,9 +67,10 @@ const COMMANDS = {
     usage: `Usage: dsh-fold doctor [--profile NAME] [--dsh-home DIR] [--json]
   Check an installation, one line per check (✓ or ✗ with the command that fixes it): Node
   (>= 22 for the host and block mode), the host and its version, the launcher on rc.8, the
-  dsh-fold bundle in the profile (default: headless) and each of its rows, what block mode
-  needs, the block-ptc preset, the checkpoint store, and the addon binary for this platform.
-  Exit 0 only when every check passes.`,
+  dsh-fold bundle in the profile (default: headless) and each of its rows, the compaction
+  backend it mounts (and every other profile's, when a swap stops one from starting), what
+  block mode needs, the block-ptc preset, the checkpoint store, and the addon binary for this
+  platform. Exit 0 only when every check passes.`,
     options: ['--profile', '--dsh-home', '--json'],
     args: [0, 0, ''],
   },
