@@ -18,7 +18,8 @@ import { compactCheckpointSource } from '@deepseek-ai/dsh-compaction'
 import { addon } from '../plugin/shared/addon.js'
 import { freshMirror, mirrorOf, mountMirror, trackBlockTool, useMeter, withLog } from '../plugin/shared/mirror.js'
 import { surfaceSnapshot } from '../plugin/shared/surface.js'
-import { blockSnapshot, callBlockIds } from '../plugin/block/surface.js'
+import { callBlockIds } from '../plugin/block/args.js'
+import { blockSnapshot } from '../plugin/block/surface.js'
 import { CallId, Context, Session, SessionId, createAssistantMessage, createToolResultMessage, createUserMessage } from './helpers/dsh.mjs'
 
 const CASES = Number(process.env.DSH_FOLD_MIRROR_CASES ?? 16)

@@ -53,7 +53,8 @@ import { CallId, createAssistantMessage, createToolResultMessage, createUserMess
 import { Session, SessionId } from '@deepseek-ai/dsh-session'
 
 import { normalizeBlockIds } from '../plugin/block/args.js'
-import { blockSnapshot, callBlockIds } from '../plugin/block/surface.js'
+import { callBlockIds } from '../plugin/block/args.js'
+import { blockSnapshot } from '../plugin/block/surface.js'
 import { addon } from '../plugin/shared/addon.js'
 import { trackBlockTool, withLog } from '../plugin/shared/mirror.js'
 import { measureCommit, protocolValid } from './lib/block-commit.mjs'

@@ -40,11 +40,10 @@ import { HarnessError, boundContextSummary, createUserMessage } from '@deepseek-
 import Schema from '@deepseek-ai/schemastery'
 
 import { addon } from '../shared/addon.js'
-import { blockIdsOrNone, codedError, normalizeBlockIds, normalizeDescription, normalizeSummary, normalizeTimeout, MAX_DESCRIPTION_CHARS } from './args.js'
+import { blockIdsOrNone, callBlockIds, codedError, normalizeBlockIds, normalizeDescription, normalizeSummary, normalizeTimeout, MAX_DESCRIPTION_CHARS } from './args.js'
 import { writeCommit, writeFailure } from './commit.js'
 import { programCallee, recallHint, recallToolName } from '../recall/hint.js'
 import { SessionBlocks } from './log.js'
-import { callBlockIds } from './surface.js'
 import { mirrorOf, mountMirror, trackBlockTool, useMeter, withLog } from '../shared/mirror.js'
 
 /**

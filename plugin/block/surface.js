@@ -3,8 +3,8 @@
  * The version 2 (block mode) snapshot of a real DSH `Session` (one `Uint32Array`, format
  * documented in `crates/fold-core/src/surface.rs`), built from the session alone: what a host
  * without the session mirror hands `planBlockSummary`, and the from-scratch description the tests
- * hold the mirror to (block mode plans on the mirror). It also reads a block call's ids
- * (`callBlockIds`), for the mirror and for itself. Block ids travel inside it as their UTF-16 code units, so no string
+ * hold the mirror to (block mode plans on the mirror). A block call's ids are read by the rule in
+ * `./args.js` (`callBlockIds`), as the mirror reads them. Block ids travel inside it as their UTF-16 code units, so no string
  * crosses into the addon and two distinct ids never become one.
  *
  * It reads facts only — each block call's `ids` (or legacy `id`) from its assistant message's
@@ -26,7 +26,7 @@
  * is a surface event of a type other than `user/message`, `assistant/message`, `tool/result`
  * (a host's own system-message event); `options.isProtected(event)` replaces that rule.
  */
-import { blockIdsOrNone } from './args.js'
+import { callBlockIds } from './args.js'
 import { noticedRequests } from './log.js'
 import { blockSummaryIds, isSystemMessage } from '../shared/mirror.js'
 import { compactionLock } from '../shared/compaction-lock.js'
@@ -40,22 +40,6 @@ const USER_AUTHORED = 1 << 3
 const BLOCK_SUMMARY = 1 << 4
 const REPLACEMENT = 1 << 5
 export { isSystemMessage }
-
-/**
- * The block ids a logged `block_run_code` call tags: its arguments' ids, or none when they are
- * invalid (the plugin refused that call before its program ran: `blockIdsOrNone`, the very rule
- * its validation applies).
- * @param {unknown} raw the call's `arguments` (a JSON string in rc.8, or an object)
- * @returns {string[]}
- */
-export function callBlockIds(raw) {
-  if (typeof raw !== 'string') return blockIdsOrNone(raw)
-  try {
-    return blockIdsOrNone(JSON.parse(raw))
-  } catch {
-    return []
-  }
-}
 
 /**
  * The ids a block summary carries, or `undefined` when `source` is not a block summary's.
