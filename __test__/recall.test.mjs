@@ -16,12 +16,12 @@ import { decodeStorageRecord } from '@deepseek-ai/dsh-session'
 
 import { addon } from '../plugin/shared/addon.js'
 import { writeCommit } from '../plugin/block/commit.js'
-import { blockSnapshot } from '../plugin/block/surface.js'
 import { Checkpoint, INSTRUCTIONS, Rewind } from '../plugin/index.js'
 import Recall, { Config as RecallConfig, RECALL_ERROR_CODES, RecallError, parseArgs, recall } from '../plugin/recall/recall.js'
 import { hintLine, recallHint, splitRecallHint } from '../plugin/recall/hint.js'
 import { logIndex, originalSeqs, regionTexts } from '../plugin/recall/log.js'
 import { ScriptedModel, Session, SessionBuilder, SessionId, bootHost, createUserMessage, probeTool, protocolProblems, runTurn, say, tempStore } from './helpers/dsh.mjs'
+import { planBlocks } from './helpers/planners.mjs'
 
 // ---- fixtures -------------------------------------------------------------------------------
 
@@ -372,7 +372,7 @@ describe('recall after block commits', () => {
     const { root } = await setup([])
     const { session, seqs } = blocks()
     const requestSeq = session.seq
-    const outcome = addon.planBlockSummary(session.id, blockSnapshot(session), ['A'], requestSeq)
+    const outcome = planBlocks(session, ['A'], requestSeq)
     assert.equal(outcome.status, 'commit')
     const written = writeCommit(session, {
       plan: outcome.plan,

@@ -102,7 +102,7 @@ const LOG_BITS: u32 = 0xF << LOG_SHIFT;
 const META_BITS: u32 = KIND_BITS | OP_BITS | PROTECTED | SOURCE_BITS | LOG_BITS;
 
 /// How a node came to be on the surface: what it is to a planner.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 pub enum Source {
     /// An appended model message, tool result, or other surface event.
     Appended,
@@ -194,7 +194,7 @@ pub struct NodeView {
 }
 
 /// A rewind report's account of its fold, from the events it cites.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct ReportFacts {
     pub mark_id: u64,
     /// The message events it cites (the folded nodes).
@@ -299,6 +299,69 @@ impl Interner {
     }
 }
 
+/// Where each described event's fact is, by seq: one slot per event (a mirror fed from its
+/// session's first event, or loaded from a real surface: one read per lookup), or a map for a load
+/// that claims far more events than it describes (a host bug, or hostile words), so a claimed log
+/// length never costs memory in proportion to it.
+#[derive(Debug, Clone)]
+enum FactIndex {
+    Dense(Vec<u32>),
+    Sparse(HashMap<u32, u32>),
+}
+
+/// Slots per described event a load may spend before its index is a map (a real session's
+/// surface holds one node for every few dozen events at most).
+const DENSE_SLOTS_PER_FACT: usize = 64;
+
+impl Default for FactIndex {
+    fn default() -> Self {
+        Self::Dense(Vec::new())
+    }
+}
+
+impl FactIndex {
+    /// The index for a load of `facts` described events of a log of `event_count`.
+    fn for_load(event_count: u32, facts: usize) -> Self {
+        if event_count as usize <= facts.saturating_mul(DENSE_SLOTS_PER_FACT).max(1 << 16) {
+            Self::Dense(Vec::new())
+        } else {
+            Self::Sparse(HashMap::with_capacity(facts))
+        }
+    }
+
+    #[inline]
+    fn get(&self, seq: u32) -> Option<usize> {
+        match self {
+            Self::Dense(slots) => match slots.get(seq as usize) {
+                Some(&i) if i != NONE => Some(i as usize),
+                _ => None,
+            },
+            Self::Sparse(map) => map.get(&seq).map(|&i| i as usize),
+        }
+    }
+
+    fn set(&mut self, seq: u32, index: u32) {
+        match self {
+            Self::Dense(slots) => {
+                if slots.len() <= seq as usize {
+                    slots.resize(seq as usize + 1, NONE);
+                }
+                slots[seq as usize] = index;
+            }
+            Self::Sparse(map) => {
+                map.insert(seq, index);
+            }
+        }
+    }
+
+    fn heap_bytes(&self) -> usize {
+        match self {
+            Self::Dense(slots) => slots.capacity() * 4,
+            Self::Sparse(map) => map.capacity() * 8,
+        }
+    }
+}
+
 /// One session's mirror. See the module docs.
 #[derive(Debug, Clone, Default)]
 pub struct Mirror {
@@ -307,9 +370,9 @@ pub struct Mirror {
     broken: Option<String>,
     /// Every described event, by seq.
     facts: Vec<Fact>,
-    /// Per event of the log (by seq): the index of its fact, or NONE (a log-only event, or one a
-    /// load did not describe). Finding a node by seq is then one read, not a search.
-    fact_at: Vec<u32>,
+    /// Per event of the log (by seq): the index of its fact, if it was described. Finding a node
+    /// by seq is then one read, not a search.
+    fact_at: FactIndex,
     /// The surface: indexes into `facts`, in model order.
     order: Vec<u32>,
     /// Positions `i > 0` whose origin is below the origin at `i - 1` (0 on every surface DSH
@@ -495,10 +558,7 @@ impl Mirror {
 
     #[inline]
     fn index_of(&self, seq: u32) -> Option<usize> {
-        match self.fact_at.get(seq as usize) {
-            Some(&i) if i != NONE => Some(i as usize),
-            _ => None,
-        }
+        self.fact_at.get(seq)
     }
 
     #[inline]
@@ -716,8 +776,9 @@ impl Mirror {
         if op != 0 {
             self.apply_node(r)?;
         }
-        self.fact_at
-            .push(if op != 0 { self.facts.len() as u32 - 1 } else { NONE });
+        if op != 0 {
+            self.fact_at.set(seq, self.facts.len() as u32 - 1);
+        }
         if self.log_known {
             match r.log_class() {
                 1 => self.open_compaction = Some(seq),
@@ -941,6 +1002,7 @@ impl Mirror {
         if records.len() != n + m {
             return Err(format!("{} records for {n} nodes and {m} other events", records.len()));
         }
+        self.fact_at = FactIndex::for_load(event_count, records.len());
         // Facts in seq order (reports and covered ids resolve against lower seqs), then the order.
         let mut by_seq: Vec<usize> = (0..records.len()).collect();
         by_seq.sort_unstable_by_key(|&i| records[i].seq());
@@ -953,10 +1015,7 @@ impl Mirror {
             let mut fact = r.fact(r.w[12])?;
             self.resolve(&mut fact, r.sources(), 0..0);
             index_of_record[i] = self.facts.len() as u32;
-            if self.fact_at.len() <= r.seq() as usize {
-                self.fact_at.resize(r.seq() as usize + 1, NONE);
-            }
-            self.fact_at[r.seq() as usize] = index_of_record[i];
+            self.fact_at.set(r.seq(), index_of_record[i]);
             if fact.report != 0 {
                 self.report_facts.push(index_of_record[i]);
             }
@@ -977,7 +1036,6 @@ impl Mirror {
         self.descents = (1..n)
             .filter(|&p| self.facts[self.order[p] as usize].origin < self.facts[self.order[p - 1] as usize].origin)
             .count() as u32;
-        self.fact_at.resize(event_count as usize, NONE);
         self.event_count = event_count;
         self.generation = generation;
         // Nothing happened yet: no compaction is open and nothing was replaced.
@@ -1034,7 +1092,7 @@ impl Mirror {
                     if fact.report != 0 {
                         self.report_facts.push(index);
                     }
-                    self.fact_at[seq as usize] = index;
+                    self.fact_at.set(seq, index);
                     self.facts.push(fact);
                 }
                 Some(i) if self.facts[i].report != 0 => {
@@ -1163,12 +1221,12 @@ impl Mirror {
                 Some(p) if self.node(p).kind == Kind::Assistant => Some(p - from),
                 Some(_) => {
                     return Err(FoldError::invalid(format!(
-                        "invalid surface snapshot: current seq {seq} is not an assistant node"
+                        "the rewind call's message: current seq {seq} is not an assistant node"
                     )))
                 }
                 None => {
                     return Err(FoldError::invalid(format!(
-                        "invalid surface snapshot: current seq {seq} is not on the surface"
+                        "the rewind call's message: current seq {seq} is not on the surface"
                     )))
                 }
             },
@@ -1252,7 +1310,7 @@ impl Mirror {
     pub fn heap_bytes(&self) -> usize {
         use std::mem::size_of;
         self.facts.capacity() * size_of::<Fact>()
-            + self.fact_at.capacity() * 4
+            + self.fact_at.heap_bytes()
             + self.order.capacity() * 4
             + self.reports.capacity() * size_of::<ReportFacts>()
             + self.report_facts.capacity() * 4
@@ -1315,7 +1373,7 @@ impl Mirror {
 }
 
 /// A mirror's canonical description ([`Mirror::canonical`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Canonical {
     pub event_count: u32,
     pub generation: u32,
@@ -1336,8 +1394,17 @@ pub struct Canonical {
     )>,
 }
 
+impl Canonical {
+    /// As JSON (what the binding hands tests): field names as here, block ids as their UTF-16
+    /// code units, kinds and sources by name.
+    pub fn to_json(&self) -> String {
+        // Cannot fail: plain structs and enums, no maps, no fallible `Serialize`.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
 /// One node of a [`Canonical`] description.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct CanonicalNode {
     pub seq: u32,
     pub kind: Kind,

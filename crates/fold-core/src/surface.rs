@@ -78,7 +78,7 @@ const HEADER_WORDS: usize = 4;
 const NODE_WORDS: usize = 5;
 const REPORT_WORDS: usize = 7;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum Kind {
     Other,
     User,
@@ -659,6 +659,13 @@ impl From<&str> for BlockId {
 impl std::fmt::Display for BlockId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&String::from_utf16_lossy(&self.0))
+    }
+}
+
+/// As its UTF-16 code units (exact: a lone surrogate has no UTF-8 spelling).
+impl serde::Serialize for BlockId {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
     }
 }
 

@@ -466,3 +466,45 @@ fn a_bad_log_index_is_refused_and_changes_nothing() {
         assert_eq!(m.mark_report(1, 2), None, "{why}");
     }
 }
+
+#[test]
+fn a_load_claiming_billions_of_events_costs_memory_for_what_it_describes_only() {
+    // A host bug (or hostile words): three nodes of a log said to hold 2^32 - 2 events. The
+    // planners answer on it, and the mirror holds a few slots, not one per claimed event.
+    let (base, events) = (4_000_000_000u32, u32::MAX - 1);
+    let nodes = [
+        RecordBuilder {
+            source: Source::User,
+            origin: Some(base),
+            ..node(base, Kind::User, 5, 2)
+        },
+        RecordBuilder {
+            origin: Some(base + 1),
+            ..assistant(base + 1, 1, 50)
+        },
+        RecordBuilder {
+            origin: Some(base + 2),
+            ..result(base + 2, base + 1, 500)
+        },
+    ];
+    let mut words = mirror::load_header(events, 0, 3, 0).to_vec();
+    for n in nodes {
+        n.write(&[], &mut words);
+    }
+    let mut m = Mirror::new();
+    m.load(&words).unwrap();
+    assert!(m.heap_bytes() < 64 << 10, "{} bytes", m.heap_bytes());
+    let region = region::select(
+        &m.rewind_surface(u64::from(base) + 1, None).unwrap(),
+        u64::from(base) + 1,
+    )
+    .unwrap();
+    assert_eq!(region.seqs, [base + 1, base + 2]);
+    // Fed on from there, it stays small too.
+    m.load_log(NONE, &[]).unwrap();
+    let mut next = Vec::new();
+    node(events, Kind::User, 3, 1).write(&[], &mut next);
+    m.push(&next).unwrap();
+    assert_eq!(m.position(events), Some(3));
+    assert!(m.heap_bytes() < 64 << 10, "{} bytes", m.heap_bytes());
+}
