@@ -26,7 +26,7 @@
  * history); 1 otherwise; usage errors 64; a named profile without dsh-fold 1.
  */
 import { execFileSync } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -43,7 +43,7 @@ const OWN = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'))
 /**
  * Packs this copy of dsh-fold (root + platform package) into `dir`: a checkout through
  * scripts/pack.mjs (it ships the binary built at the root), an installed copy with `npm pack`
- * of its folder and of the platform package it loaded.
+ * of a plain copy of its folder and of the platform package it loaded.
  * @param {string} dir
  * @returns {Promise<{root: string, platform: string, how: string}>}
  */
@@ -57,7 +57,15 @@ async function packSelf(dir) {
   const require = createRequire(import.meta.url)
   const binary = Object.keys(require.cache).find((f) => /[/\\]dsh-fold-[^/\\]+[/\\][^/\\]+\.node$/.test(f))
   if (!binary) throw new Error(`cannot tell which dsh-fold platform package this copy loaded (${ROOT})`)
-  const packOne = (/** @type {string} */ from) => path.join(dir, execFileSync('npm', ['pack', '--silent', '--ignore-scripts', '--pack-destination', dir, from], { encoding: 'utf8' }).trim().split('\n').pop() ?? '')
+  // Packed from a plain copy: pnpm installs identical files as hard links to one store file
+  // (plugin/package.json and client/package.json are both `{"type": "module"}`), npm pack writes
+  // the second as a tar hard-link entry, and npm's installer skips those entries, so the
+  // installed copy would lack plugin/package.json and its ES modules would not load.
+  const packOne = (/** @type {string} */ from) => {
+    const stage = path.join(dir, `stage-${path.basename(from)}`)
+    cpSync(from, stage, { recursive: true, dereference: true, filter: (src) => !path.relative(from, src).split(path.sep).includes('node_modules') })
+    return path.join(dir, execFileSync('npm', ['pack', '--silent', '--ignore-scripts', '--pack-destination', dir, stage], { encoding: 'utf8' }).trim().split('\n').pop() ?? '')
+  }
   return { root: packOne(ROOT), platform: packOne(path.dirname(binary)), how: `this installed copy (${ROOT}), packed` }
 }
 
