@@ -208,7 +208,8 @@ export class Transcript {
     this.compactions.push(c)
     const calls = `${modelCalls} model call${modelCalls === 1 ? '' : 's'}`
     if (d.error || !replacement) return [`  ⤷ compaction by ${name} (${trigger}) failed${took ? ` after${took.slice(1)}` : ''}: ${line(String(d.error ?? 'no checkpoint was written'), 200)}`]
-    const range = seqs ? ` (seq ${seqs[0]}..${seqs[1]})` : ''
+    // A surface span, in surface order: an earlier replacement (a higher seq) may come first.
+    const range = seqs ? ` (seq ${seqs[0]}..${seqs[1]}${seqs[0] > seqs[1] ? `, the replacement at seq ${seqs[0]} first` : ''})` : ''
     return [
       `  ⤷ compaction by ${name} (${trigger}): ${c.replaced} messages${range}, ${charsBefore.toLocaleString('en-US')} chars → a ${text.length.toLocaleString('en-US')}-char checkpoint, ${calls}${took}; the model reads from now on:`,
       ...this.quote(text),
