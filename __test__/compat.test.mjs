@@ -229,10 +229,36 @@ describe('region selection (the reference rules, on the direct path: no rewind c
     assert.match(e.message, /no surface nodes between the checkpoint/)
   })
 
-  it('folds to the surface tail when there is no assistant message yet', () => {
+  it('folds to the surface tail when there is no assistant message yet (DIFFERENCE: a user message with nothing after it stays, so there is nothing to fold)', () => {
     const log = new Log('noassistant')
     log.user('a')
-    assert.deepEqual(select(log.session, 0), [0])
+    assert.equal(thrown(() => select(log.session, 0)).code, 'EMPTY_REGION')
+    // A tool result at the tail (its call folded with it) is folded to the tail, as the reference does.
+    const tool = new Log('tool-tail')
+    tool.user('a')
+    tool.assistant({ calls: [['c1', 'bash']] })
+    tool.result('c1', OUTPUT)
+    assert.deepEqual(select(tool.session, 1), [1, 2])
+  })
+
+  it('keeps an answer and the messages after it out of the fold (DIFFERENCE: the reference folds them)', async () => {
+    // The turn guard asks for the rewind after the model has answered; the answer, the guard's
+    // warning and a user's new message after the last tool work stay, so the model still sees it
+    // answered. Only the tool work before them is folded.
+    const log = new Log('answered')
+    log.user('Find the cause')
+    const anchor = log.seq
+    const call = log.assistant({ calls: [['c1', 'bash']] })
+    const result = log.result('c1', OUTPUT)
+    log.assistant({ text: 'The cause is X.' })
+    log.user('[the guard asks for the rewind]')
+    assert.deepEqual(select(log.session, anchor), [call, result])
+    // Nothing but an answer after the mark: nothing to fold.
+    const bare = new Log('bare-answer')
+    bare.user('Hi')
+    bare.assistant({ text: 'Hello.' })
+    const e = thrown(() => select(bare.session, 1))
+    assert.equal(e.code, 'EMPTY_REGION')
   })
 
   it('re-checks the region at commit time: the same region holds, a moved one does not', async () => {
@@ -334,7 +360,8 @@ describe('ctx.rewind.rewind (the reference service contract)', () => {
     const log = new Log('shrink')
     log.event('turn/start', { turn: 1 })
     await ctx.checkpoint.mark(log.session)
-    log.assistant({ text: 'short analysis' })
+    log.assistant({ text: 'short analysis', calls: [['c1', 'bash']] })
+    log.result('c1', 'ok')
     log.assistant({ calls: [['c2', 'rewind']] }, 2)
     const e = await ctx.rewind.rewind(routed(log.session), SIGNAL).then(assert.fail, (x) => x)
     assert.equal(e.code, 'SHRINK')
@@ -347,9 +374,11 @@ describe('ctx.rewind.rewind (the reference service contract)', () => {
     log.event('turn/start', { turn: 1 })
     await ctx.checkpoint.mark(log.session)
     log.assistant({})
+    log.assistant({ calls: [['c1', 'bash']] })
+    log.result('c1', OUTPUT)
     log.assistant({ calls: [['c2', 'rewind']] }, 2)
-    assert.equal((await ctx.rewind.rewind(routed(log.session), SIGNAL)).foldedNodes, 1)
-    assert.equal(model.requests[0].messages.length, 1, 'only the instruction')
+    assert.equal((await ctx.rewind.rewind(routed(log.session), SIGNAL)).foldedNodes, 3)
+    assert.equal(model.requests[0].messages.length, 3, 'the call, its result and the instruction')
   })
 
   it('skips the shrink check for a region without text', async () => {
@@ -442,7 +471,8 @@ describe('ctx.rewind.rewind (the reference service contract)', () => {
     const { ctx } = await setup([text('report')])
     const log = new Log('nohost')
     await ctx.checkpoint.mark(log.session)
-    log.user('explore')
+    log.assistant({ calls: [['c1', 'bash']] })
+    log.result('c1', OUTPUT)
     log.assistant({ calls: [['c2', 'rewind']] })
     const e = await ctx.rewind.rewind(agentOf(log.session), SIGNAL).then(assert.fail, (x) => x)
     assert.match(e.message, /no provider\/model available/)
@@ -459,7 +489,8 @@ describe('the report call (the reference summarizer contract)', () => {
     const log = new Log('sys')
     log.event('request/header', { header: { config: { provider: MODEL, model: MODEL }, system: 'sys-text', tools: TOOLS }, reason: 'initial' })
     await ctx.checkpoint.mark(log.session)
-    log.assistant({ text: 'a long enough analysis to fold' })
+    log.assistant({ text: 'a long enough analysis to fold', calls: [['c1', 'bash']] })
+    log.result('c1', OUTPUT)
     log.assistant({ calls: [['c2', 'rewind']] }, 2)
     await ctx.rewind.rewind(agentOf(log.session))
     assert.equal(model.requests[0].system, 'sys-text')
@@ -471,7 +502,8 @@ describe('the report call (the reference summarizer contract)', () => {
     const { ctx, model } = await setup([text('report')])
     const log = new Log('noheader')
     await ctx.checkpoint.mark(log.session)
-    log.assistant({ text: 'a long enough analysis to fold' })
+    log.assistant({ text: 'a long enough analysis to fold', calls: [['c1', 'bash']] })
+    log.result('c1', OUTPUT)
     log.assistant({ calls: [['c2', 'rewind']] }, 2)
     await ctx.rewind.rewind(agentOf(log.session, { provider: MODEL, model: MODEL }))
     assert.equal(model.requests[0].provider, MODEL)
@@ -482,7 +514,8 @@ describe('the report call (the reference summarizer contract)', () => {
       const { ctx, model } = await setup([text('report')])
       const log = new Log('partial')
       await ctx.checkpoint.mark(log.session)
-      log.assistant({ text: 'a long enough analysis to fold' })
+      log.assistant({ text: 'a long enough analysis to fold', calls: [['c1', 'bash']] })
+      log.result('c1', OUTPUT)
       log.assistant({ calls: [['c2', 'rewind']] }, 2)
       const e = await ctx.rewind.rewind(agentOf(log.session, options)).then(assert.fail, (x) => x)
       assert.match(e.message, /no provider\/model available/)

@@ -464,7 +464,7 @@ fn an_already_folded_mark_is_an_empty_region() {
     let mut host = exploration();
     drive(&store, &mut host).unwrap();
     // One fold per mark: even with new exploration on the surface.
-    host.nodes.insert(4, user(15, 40));
+    host.nodes.insert(4, node(15, Kind::Other, 40));
     host.event_count = 16;
     let err = drive(&store, &mut host).unwrap_err();
     assert_eq!(err.code(), "EMPTY_REGION", "{err}");
