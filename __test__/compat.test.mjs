@@ -26,6 +26,7 @@ import {
   RewindConfig,
   RewindError,
   isRewindReportSource,
+  reportFrame,
   surfaceSnapshot,
 } from '../plugin/index.js'
 import { Context, ScriptedModel, protocolProblems, tempStore } from './helpers/dsh.mjs'
@@ -279,7 +280,7 @@ describe('ctx.rewind.rewind (the reference service contract)', () => {
     assert.deepEqual([set.maxTokens, set.maxSummarizationRetries, set.reportLanguage], [512, 0, 'zh'])
   })
 
-  it('folds the exploration into the report: the result shape, no plugin events, the stamp, the surface', async () => {
+  it('folds the exploration into the report: the result shape, no plugin events, the stamp, the surface (DIFFERENCE: the report stands in a frame that says what it is)', async () => {
     const { ctx } = await setup([text('## Findings\n- X')])
     const session = await exploration((s) => ctx.checkpoint.mark(s, 'explore the failure'))
     const result = await ctx.rewind.rewind(routed(session), SIGNAL)
@@ -292,7 +293,7 @@ describe('ctx.rewind.rewind (the reference service contract)', () => {
       session.deriveMessages().map((/** @type {any} */ m) => m.content),
       [
         [{ type: 'text', text: 'Find the cause' }],
-        [{ type: 'text', text: '## Findings\n- X' }],
+        [{ type: 'text', text: `${reportFrame({ id: 1, objective: 'explore the failure' }, false)}## Findings\n- X` }],
         [{ type: 'tool-call', id: CallId('c2'), name: 'rewind', arguments: '{}' }],
       ],
     )
@@ -538,21 +539,22 @@ describe('the rewind tool', () => {
     assert.ok(ctx.tools.schemas().some((/** @type {any} */ s) => s.name === 'rewind'))
     const session = await exploration((s) => ctx.checkpoint.mark(s))
     const result = await callRewind(ctx, routed(session))
-    assert.match(textOf(result), /Folded 2 surface nodes/)
+    assert.match(textOf(result), /^Checkpoint 1 folded: the 2 messages of its investigation/)
     assert.deepEqual(checkpointEvents(session), [])
     assert.equal(await ctx.checkpoint.hasActive(session.id), false)
   })
 
-  it('presents a generic Rewind card of kind other, and renders the reference text', async () => {
+  it("presents a generic Rewind card of kind other, and renders the result (DIFFERENCE: in the model's terms, with the next step)", async () => {
     const { ctx } = await setup([text('report')])
     const tool = ctx.tools.get('rewind')
     assert.deepEqual(tool.presentCall({}), { card: 'generic', title: 'Rewind', kind: 'other' })
     assert.deepEqual(tool.output.render({}, { markId: 4, foldedNodes: 2, start: 5, end: 6, foldedChars: 25, reportChars: 15 }), [
-      { type: 'text', text: 'Folded 2 surface nodes (seq 5..6, 25 chars) into an auto-generated report (15 chars).' },
+      {
+        type: 'text',
+        text: 'Checkpoint 4 folded: the 2 messages of its investigation (25 chars) are replaced by your report, above (15 chars). Continue the task; if you already answered the user, end your turn without repeating the answer.',
+      },
     ])
-    assert.deepEqual(tool.output.render({}, { markId: 1, foldedNodes: 1, start: 2, end: 2, foldedChars: 0, reportChars: 0 }), [
-      { type: 'text', text: 'Folded 1 surface node (seq 2..2, 0 chars) into an auto-generated report (0 chars).' },
-    ])
+    assert.match(tool.output.render({}, { markId: 1, foldedNodes: 1, start: 2, end: 2, foldedChars: 0, reportChars: 0 })[0].text, /^Checkpoint 1 folded: the 1 message of its investigation \(0 chars\)/)
   })
 
   it('adds the tool:rewind prompt section (DIFFERENCE: its wording is dsh-fold\'s own)', async () => {
@@ -573,7 +575,7 @@ describe('the rewind tool', () => {
   it("accepts any tool name DSH's registry accepts, e.g. fold.rewind", async () => {
     const { ctx } = await setup([text('## Findings\n- done')], { rewind: { toolName: 'fold.rewind' } })
     const session = await exploration((s) => ctx.checkpoint.mark(s))
-    assert.match(textOf(await callRewind(ctx, routed(session), 'fold.rewind')), /Folded 2 surface nodes/)
+    assert.match(textOf(await callRewind(ctx, routed(session), 'fold.rewind')), /^Checkpoint 1 folded/)
   })
 })
 

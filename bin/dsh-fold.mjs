@@ -232,15 +232,20 @@ async function demo(opts) {
   const dir = mkdtempSync(path.join(tmpdir(), 'dsh-fold-demo-'))
   try {
     const store = path.join(dir, 'storages', 'checkpoint.json')
-    const { session, rewindCallId, step } = await buildDemoSession((s) => addon.mark(store, s.id, s.seq, 'find why cargo test -p parser fails'))
+    const objective = 'find why cargo test -p parser fails'
+    const language = /** @type {'en'|'zh'} */ (opts.lang)
+    const { session, rewindCallId, step } = await buildDemoSession((s) => addon.mark(store, s.id, s.seq, objective))
     const before = { nodes: session.surface.nodes.length, chars: visible(session, mirrorOf) }
     const { extractiveSummarizer } = await import('../plugin/fold/extractive.js')
+    const { reportFrame } = await import('../plugin/fold/rewind.js')
+    // The report in the frame the rewind row commits it in (what the model reads).
+    const frame = (/** @type {number} */ id) => reportFrame({ id, objective }, true, language)
     const started = process.hrtime.bigint()
-    const result = await addon.rewind(store, session.id, sessionHost(session, extractiveSummarizer({ session, language: /** @type {'en'|'zh'} */ (opts.lang) }), { callId: rewindCallId }))
+    const result = await addon.rewind(store, session.id, sessionHost(session, extractiveSummarizer({ session, language }), { callId: rewindCallId, frame }))
     const ms = Number(process.hrtime.bigint() - started) / 1e6
     const after = { nodes: session.surface.nodes.length, chars: visible(session, mirrorOf) }
     const report = session.deriveEventMessage(session.events[session.surface.nodes.find((/** @type {number} */ s) => session.events[s].data?.source?.plugin === 'rewind')]).content[0].text
-    if (opts.save !== undefined) await saveDemo(session, String(opts.save), result, step)
+    if (opts.save !== undefined) await saveDemo(session, String(opts.save), result, step, language)
     if (opts.json) {
       print({ before, after, result, foldMs: ms, report, ...(opts.save !== undefined ? { saved: opts.save } : {}) }, true)
       if (opts.save !== undefined) wrote(String(opts.save), true, 'the demo session log')
@@ -265,11 +270,12 @@ async function demo(opts) {
  * Plays the demo task to its end after the fold and writes the session's log as the jsonl
  * persistence backend lays it out: a `session` header line, then one event per line.
  * @param {any} session @param {string} file @param {any} result the fold's result @param {() => number} step
+ * @param {'en' | 'zh'} lang the demo's language
  */
-async function saveDemo(session, file, result, step) {
+async function saveDemo(session, file, result, step, lang) {
   const { continueAfterFold } = await import('./demo-session.mjs')
   const { renderResult } = await import('../plugin/fold/rewind.js')
-  continueAfterFold(session, renderResult({ ...result, report: 'extractive' }), step())
+  continueAfterFold(session, renderResult({ ...result, report: 'extractive' }, lang), step())
   const { SESSION_FORMAT_VERSION } = await dsh('demo')
   const header = { type: 'session', version: SESSION_FORMAT_VERSION, id: session.id, createdAt: session.events[0]?.time ?? 0, cwd: '/work/app' }
   try {
