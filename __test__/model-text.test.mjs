@@ -6,15 +6,20 @@
 // report call knows the purpose; one clear "when"; the standing cost (names and language: see
 // __test__/model-text-zh.test.mjs).
 import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { describe, it } from 'node:test'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 
 import { Checkpoint, INSTRUCTIONS, Recall, Rewind, isRewindReportSource } from '../plugin/index.js'
 import { isReportInstruction } from '../plugin/fold/summarize.js'
 import { WORDS, failureText, splitReportFrame } from '../plugin/fold/words.js'
 import { ScriptedModel, SessionId, bootHost, createUserMessage, probeTool, protocolProblems, runTurn, say, tempStore } from './helpers/dsh.mjs'
+import { faultsEnv } from './helpers/faults.mjs'
+
+const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 
 // ---- the scripted model and its requests --------------------------------------------------------
 
@@ -230,6 +235,40 @@ describe('3. failures and the guard agree', () => {
     await runTurn(h.agent, 'Anything else?')
     assert.equal(warningsIn(h.agent.session).length, 1, 'silent after the second failure')
     assert.equal(calls_, 2)
+  })
+
+  it('after INTERNAL (a panic of dsh-fold caught at the Node-API boundary) the text says do not retry, tell the user, and the guard stays silent', () => {
+    // The faults build of the addon (the only one that honours DSH_FOLD_TEST_FAULTS), in a child.
+    const url = (/** @type {string} */ p) => JSON.stringify(pathToFileURL(path.join(ROOT, p)).href)
+    const script = `
+      const { bootHost, ScriptedModel, say, tempStore, probeTool, runTurn, SessionId } = await import(${url('__test__/helpers/dsh.mjs')})
+      const { Checkpoint, Rewind } = await import(${url('plugin/index.js')})
+      const { isReportInstruction } = await import(${url('plugin/fold/summarize.js')})
+      const replies = [
+        { calls: [{ id: 'k1', name: 'checkpoint', args: { objective: 'read the parser' } }] },
+        { calls: [{ id: 'p1', name: 'probe', args: { path: 'parser.js' } }] },
+        () => { process.env.DSH_FOLD_TEST_FAULTS = 'panic:rewind'; return { calls: [{ id: 'r1', name: 'rewind', args: {} }] } },
+        () => { process.env.DSH_FOLD_TEST_FAULTS = ''; return say('Not folded; here is the answer.') },
+        say('turn 2'),
+      ]
+      const model = new ScriptedModel((o) => (isReportInstruction(o.messages.at(-1)) ? say('## Findings\\n- x') : ((r) => (typeof r === 'function' ? r() : r ?? say('done')))(replies.shift())))
+      const root = await bootHost(model)
+      await root.plugin(Checkpoint, { store: tempStore() })
+      await root.plugin(Rewind, {})
+      root.tools.register(probeTool(() => 'x'.repeat(400)))
+      const { agent } = await root.agents.create({ sessionId: SessionId('internal'), agentOptions: { provider: 'scripted', model: 'm1' }, meta: { cwd: '/' } })
+      await runTurn(agent, 'Look at the parser.')
+      await runTurn(agent, 'Anything else?')
+      const result = agent.session.events.find((e) => e.type === 'tool/result' && e.data.message.content[0].toolCallId === 'r1').data.message.content[0]
+      const warnings = agent.session.events.filter((e) => e.type === 'user/message' && e.data.source?.plugin === 'rewind' && e.data.source.markId === undefined).length
+      process.stdout.write(JSON.stringify({ text: result.content.map((b) => b.text).join(''), warnings }))
+      process.exit(0)
+    `
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', env: faultsEnv(''), timeout: 120_000 })
+    assert.equal(r.status, 0, r.stderr)
+    const out = JSON.parse(r.stdout)
+    assert.match(out.text, /^Error: INTERNAL: dsh-fold failed internally, through no fault of your call \(`dsh-fold internal error in rewind \(test fault panic:rewind\)[^`]*`\)\. Checkpoint 1 is still open\. Nothing changed\. Do not retry: continue the task with the investigation unfolded, and tell the user\.$/)
+    assert.equal(out.warnings, 0, 'no warning after INTERNAL, in this turn or the next')
   })
 
   it('a checkpoint the store cannot take says no checkpoint was set, and to tell the user', async () => {

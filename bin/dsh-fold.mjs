@@ -26,6 +26,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 import { addon } from '../plugin/shared/addon.js'
+import { checkpointResultId } from '../plugin/fold/words.js'
 
 const VERSION = JSON.parse(readFileSync(fileURLToPath(new URL('../package.json', import.meta.url)), 'utf8')).version
 
@@ -352,8 +353,13 @@ async function replay(header, events, file, verb) {
 }
 
 /**
- * The latest checkpoint call recorded in a log: the last tool result shaped like the checkpoint
- * tool's, `{"id": N, "logLength": M}`, and where (if anywhere) the log holds that mark's fold.
+ * The latest checkpoint call recorded in a log: the last successful tool result the checkpoint
+ * tool rendered (`Checkpoint N set…`, either language; or, as earlier versions rendered it, the
+ * value itself, `{"id": N, "logLength": M}`), and where (if anywhere) the log holds that mark's
+ * fold. The log keeps only the rendered text, so the mark's log length is where the tool ran:
+ * the result's own seq when nothing but log-only events came between its call and it (the mark is
+ * taken while the tool runs, right before its result), else just after the call's `tool/call`
+ * event (parallel calls answered first: the earliest it can be).
  * @param {any[]} events
  * @returns {{id: number, logLength: number, seq: number, foldedAt: number | null} | null}
  */
@@ -364,20 +370,39 @@ function checkpointInLog(events) {
     for (const block of e.data?.message?.content ?? []) {
       if (block?.type !== 'tool-result' || block.isError) continue
       const text = (block.content ?? []).filter((/** @type {any} */ c) => c?.type === 'text').map((/** @type {any} */ c) => c.text).join('')
-      let value
-      try {
-        value = JSON.parse(text)
-      } catch {
-        continue
-      }
-      const keys = value && typeof value === 'object' ? Object.keys(value).sort().join(',') : ''
-      if (keys !== 'id,logLength' || !Number.isInteger(value.id) || !Number.isInteger(value.logLength)) continue
+      const mark = markOfResult(text, events, e, block.toolCallId)
+      if (!mark) continue
       // Its fold, if the log holds it: the rewind report naming the mark, appended after it.
-      const report = events.find((x) => x.seq > e.seq && x.type === 'user/message' && x.data?.source?.plugin === 'rewind' && x.data?.source?.markId === value.id)
-      return { id: value.id, logLength: value.logLength, seq: e.seq, foldedAt: report ? report.seq : null }
+      const report = events.find((x) => x.seq > e.seq && x.type === 'user/message' && x.data?.source?.plugin === 'rewind' && x.data?.source?.markId === mark.id)
+      return { ...mark, seq: e.seq, foldedAt: report ? report.seq : null }
     }
   }
   return null
+}
+
+/**
+ * The mark a checkpoint result names, and its log length, or null for any other result.
+ * @param {string} text @param {any[]} events @param {any} result the `tool/result` event @param {string} callId
+ */
+function markOfResult(text, events, result, callId) {
+  let value
+  try {
+    value = JSON.parse(text)
+  } catch {
+    // Not the legacy value: the rendered result.
+  }
+  const keys = value && typeof value === 'object' ? Object.keys(value).sort().join(',') : ''
+  if (keys === 'id,logLength' && Number.isInteger(value.id) && Number.isInteger(value.logLength)) return { id: value.id, logLength: value.logLength }
+  const id = checkpointResultId(text)
+  if (id === undefined) return null
+  let call = -1
+  for (let j = result.seq - 1; j >= 0 && call < 0; j--) {
+    const x = events[j]
+    if ((x.type === 'tool/call' && x.data?.callId === callId) || (x.type === 'assistant/message' && x.data?.message?.content?.some((/** @type {any} */ b) => b?.type === 'tool-call' && b.id === callId))) call = j
+  }
+  const between = events.slice(call + 1, result.seq)
+  const quiet = between.every((x) => !['user/message', 'assistant/message', 'tool/result'].includes(x.type))
+  return { id, logLength: quiet || call < 0 ? result.seq : call + 1 }
 }
 
 /** @param {ReturnType<typeof parse>} opts */

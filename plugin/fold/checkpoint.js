@@ -8,6 +8,11 @@
  * (`$DSH_HOME/storages/checkpoint.json` by default), never in the session log, so the
  * request prefix is untouched (KV-cache neutral) and the log stays core vocabulary.
  * Every promise resolves only after the mark is on disk.
+ *
+ * What the model reads (`./words.js`): the tool's description (what, when, when not, returns —
+ * naming the rewind row's tool, or saying a mark changes nothing when no rewind row is mounted)
+ * and its result, `Checkpoint N set; call <rewind> when the investigation is done.`, which also
+ * says when the new mark replaced one still open. The value keeps the reference's `{id, logLength}`.
  */
 import os from 'node:os'
 import path from 'node:path'
@@ -44,8 +49,10 @@ export function defaultStorePath(env = process.env) {
   return path.join(home, 'storages', 'checkpoint.json')
 }
 
-
-/** The `tool-checkpoint` plugin: provides `ctx.checkpoint`, the tool and its prompt section. */
+/**
+ * The `tool-checkpoint` plugin: provides `ctx.checkpoint` and the tool (the prompt section that
+ * says when to checkpoint is the rewind row's).
+ */
 export default class CheckpointService extends Service {
   static inject = ['tools']
   static Config = Config

@@ -18,7 +18,17 @@
  *
  * The turn guard: while the latest mark is active, `agent/turn-stopping` injects a standing
  * warning once per agent per turn, and returns the promise doing it, so the loop sees the
- * injected message before it decides whether the turn ends.
+ * injected message before it decides whether the turn ends. It fires after the model replied, so
+ * the region leaves an answer already written in place (region.rs, rule 3) and the warning says
+ * "if you already gave your answer, rewind and end your turn without repeating it". After a
+ * failure no retry fixes (`UNFIXABLE`, a misconfigured report call, a transient failure met twice)
+ * it stays silent until new exploration lands, so it never contradicts the failure's advice.
+ *
+ * What the model reads (`./words.js`, in `reportLanguage`, in the configured names): the one
+ * prompt section for both tools, the description, the result (`Checkpoint N folded: …`; the value
+ * keeps the reference's shape), the report in its frame (`reportFrame`: which checkpoint, its
+ * objective, whose report; outside the shrink check), the guard, and each failure's text (what
+ * happened, whether the checkpoint is still open, what to do).
  */
 import { Service } from '@deepseek-ai/cordis'
 import { createUserMessage } from '@deepseek-ai/dsh-llm'

@@ -293,3 +293,13 @@ export function splitReportFrame(text) {
 export function reportBody(text) {
   return splitRecallHint(splitReportFrame(text).body).body
 }
+
+/**
+ * The mark a checkpoint tool's rendered result names (`Checkpoint N set`, `已设置检查点 N`), or
+ * undefined for any other text: what the session log keeps of a checkpoint call.
+ * @param {string} text
+ */
+export function checkpointResultId(text) {
+  const m = /^(?:Checkpoint (\d+) set\b|已设置检查点 (\d+)[；。])/.exec(text)
+  return m ? Number(m[1] ?? m[2]) : undefined
+}
