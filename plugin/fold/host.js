@@ -6,8 +6,10 @@
  * in step) → the session mirror (`../shared/mirror.js`) → the addon's `rewind`, which selects the
  * region off the mirror and calls back `summarize` and `commit` on the host made here.
  *
- * - `mirror` is the session's mirror, brought in step when the host is made: the addon reads the
- *   region off it, so no snapshot crosses and nothing is called back; `current` names the rewind
+ * - `mirror` is the session's mirror, brought in step (its log index known) when the host is
+ *   made: the addon reads off it the mark's report wherever the log holds it (a fold committed
+ *   before its stamp was lost is repaired, never folded again) or else the region, so no
+ *   snapshot crosses and nothing is called back; `current` names the rewind
  *   call's assistant message (the region ends before it). `snapshot` brings the mirror back in
  *   step and hands it over, for a fold that waited for its mark.
  * - `summarize` asks the summarizer; when the host has DSH's token meter (`metered`) it adds the
@@ -24,7 +26,7 @@
 import { createUserMessage } from '@deepseek-ai/dsh-llm'
 
 import { addon } from '../shared/addon.js'
-import { liveCompaction, mirrorOf, priceMessage } from '../shared/mirror.js'
+import { liveCompaction, mirrorOf, priceMessage, withLog } from '../shared/mirror.js'
 import { REWIND_REPORT_SOURCE, eventLog } from '../shared/session.js'
 import { reportBody } from './words.js'
 
@@ -49,7 +51,8 @@ export function reportMessage(report, markId) {
  * @returns {import('../../index.js').RewindHost & {committed: boolean, repaired: (markId: number) => {reportChars: number, tokensFreed: number}}}
  */
 export function sessionHost(session, summarize, options = {}) {
-  const kept = mirrorOf(session)
+  // With its log index: a report of the mark that a compaction replaced is found there.
+  const kept = withLog(session)
   const current = options.callId === undefined ? undefined : kept.openers.get(options.callId)
   const metered = options.metered === true
   /** The log length when the region was selected: while it stands, the surface has not moved. */
@@ -76,7 +79,7 @@ export function sessionHost(session, summarize, options = {}) {
     repaired: (/** @type {number} */ markId) => {
       // The committed report is its frame, the report and the recall hint; the fold's numbers
       // count the report alone (as the commit did), so the repaired result equals the original.
-      const mirror = mirrorOf(session).native
+      const mirror = withLog(session).native
       const found = mirror.reportOf(markId, 0)
       if (!found) return { reportChars: 0, tokensFreed: 0 }
       const event = eventLog(session)[found.seq]
@@ -89,7 +92,7 @@ export function sessionHost(session, summarize, options = {}) {
       return { reportChars: body.length, tokensFreed }
     },
     snapshot: () => {
-      const mirror = mirrorOf(session).native
+      const mirror = withLog(session).native
       seen = session.seq
       return mirror
     },

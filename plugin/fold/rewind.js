@@ -18,9 +18,11 @@
  *
  * The turn guard: while the latest mark is active, `agent/turn-stopping` injects a standing
  * warning once per agent per turn, and returns the promise doing it, so the loop sees the
- * injected message before it decides whether the turn ends. It fires after the model replied, so
- * the region leaves an answer already written in place (region.rs, rule 3) and the warning says
- * "if you already gave your answer, rewind and end your turn without repeating it". After a
+ * injected message before it decides whether the turn ends. A mark is active until its fold's
+ * report is in the session log, whether or not its stamp reached the store (`./open-mark.js`). It
+ * fires after the model replied, so the region leaves an answer already written in place
+ * (region.rs, rule 3) and the warning says "if you already gave your answer, rewind and end your
+ * turn without repeating it". After a
  * failure no retry fixes (`UNFIXABLE`, a misconfigured report call, a transient failure met twice)
  * it stays silent until new exploration lands, so it never contradicts the failure's advice.
  *
@@ -41,6 +43,7 @@ import { extractiveSummarizer, fallbackSummarizer } from './extractive.js'
 import { isMisconfiguration, llmSummarizer } from './summarize.js'
 import { foldHost } from './host.js'
 import { failureText, wordsOf } from './words.js'
+import { openMark } from './open-mark.js'
 import { recallHint } from '../recall/hint.js'
 import { mountMirror, useMeter } from '../shared/mirror.js'
 import { REWIND_GUARD_SOURCE, REWIND_REPORT_SOURCE, eventLog, isRewindReportSource } from '../shared/session.js'
@@ -324,9 +327,10 @@ export default class RewindService extends Service {
   #guard({ agent, turn }) {
     const session = agent?.session
     if (!session || this.#warned.get(agent) === turn) return
-    return this.ctx.checkpoint.latestMark(session.id).then(
-      (/** @type {any} */ mark) => {
-        if (!mark || mark.foldedAt !== null || this.#silenced(session, mark)) return
+    // A mark whose fold the log holds is folded, even if its stamp was lost (./open-mark.js).
+    return openMark(this.ctx.checkpoint, session, this.ctx.logger).then(
+      (mark) => {
+        if (!mark || this.#silenced(session, mark)) return
         this.#warned.set(agent, turn)
         agent.inject(
           createUserMessage({
