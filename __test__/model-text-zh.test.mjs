@@ -6,7 +6,6 @@
 // own body, the folded lines recall returns). Block mode's texts: __test__/block/model-text.test.mjs.
 import assert from 'node:assert/strict'
 import { mkdirSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { describe, it } from 'node:test'
 
@@ -14,14 +13,8 @@ import { Checkpoint, Recall, Rewind, isRewindReportSource } from '../plugin/inde
 import { isReportInstruction } from '../plugin/fold/summarize.js'
 import { WORDS, failureText, splitReportFrame } from '../plugin/fold/words.js'
 import { hintLine } from '../plugin/recall/hint.js'
-import { ScriptedModel, SessionId, bootHost, createUserMessage, probeTool, runTurn, say, tempStore } from './helpers/dsh.mjs'
-import { assertSpeaks } from './helpers/model-text.mjs'
-
-/** The text of a message (and of a tool result's). @param {any} m */
-const textOf = (m) => (m?.content ?? []).map((/** @type {any} */ b) => (b.type === 'text' ? b.text : b.type === 'tool-result' ? textOf(b) : '')).join('')
-/** The tool result of call `id` in a request. @param {any} request @param {string} id */
-const resultOf = (request, id) => request.messages.flatMap((/** @type {any} */ m) => m.content ?? []).find((/** @type {any} */ b) => b.type === 'tool-result' && b.toolCallId === id)
-const calls = (/** @type {string} */ id, /** @type {string} */ name, args = {}) => ({ calls: [{ id, name, args }] })
+import { createUserMessage, runTurn, say, tempStore } from './helpers/dsh.mjs'
+import { assertSpeaks, calls, resultOf, scriptedHost, textOf } from './helpers/model-text.mjs'
 
 const NAMES = { checkpoint: 'mark', rewind: 'fold.rewind', recall: 'dig' }
 const FILE = ['解析器源码：', ...Array.from({ length: 12 }, (_, i) => `第 ${i + 1} 行：规则${i} 读取下一个记号`), '第 13 行：跳过注释时多读了一个记号'].join('\n')
@@ -29,25 +22,20 @@ const FILE = ['解析器源码：', ...Array.from({ length: 12 }, (_, i) => `第
 /**
  * A real host with the rows renamed, the rewind row in Chinese (the others follow it), and a
  * scripted model.
- * @param {any[]} replies @param {{report?: any, rewind?: object, checkpoint?: object}} [o]
+ * @param {any[]} replies @param {{report?: any, checkpoint?: object}} [o]
  */
-async function host(replies, { report = say('## 发现\n- 跳过注释时多读了一个记号。'), rewind = {}, checkpoint = {} } = {}) {
-  const queue = [...replies]
-  /** @type {any} */
-  let agent
-  const model = new ScriptedModel((options) => {
-    if (isReportInstruction(options.messages.at(-1))) return typeof report === 'function' ? report() : report
-    const next = queue.shift() ?? say('完成。')
-    return typeof next === 'function' ? next(agent) : next
+function host(replies, { report = say('## 发现\n- 跳过注释时多读了一个记号。'), checkpoint = {} } = {}) {
+  return scriptedHost({
+    replies,
+    report,
+    done: say('完成。'),
+    file: FILE,
+    rows: async (root) => {
+      await root.plugin(Checkpoint, { store: tempStore(), toolName: NAMES.checkpoint, ...checkpoint })
+      await root.plugin(Rewind, { toolName: NAMES.rewind, reportLanguage: 'zh' })
+      await root.plugin(Recall, { toolName: NAMES.recall })
+    },
   })
-  const root = await bootHost(model)
-  await root.plugin(Checkpoint, { store: tempStore(), toolName: NAMES.checkpoint, ...checkpoint })
-  await root.plugin(Rewind, { toolName: NAMES.rewind, reportLanguage: 'zh', ...rewind })
-  await root.plugin(Recall, { toolName: NAMES.recall })
-  root.tools.register(probeTool(() => FILE))
-  ;({ agent } = await root.agents.create({ sessionId: SessionId(`zh-${Math.random().toString(36).slice(2)}`), agentOptions: { provider: 'scripted', model: 'm1' }, meta: { cwd: tmpdir() } }))
-  const agentRequests = () => model.requests.filter((r) => !isReportInstruction(r.messages.at(-1)))
-  return { root, model, agent, agentRequests }
 }
 
 describe('6. names and language from configuration (fold rows and recall)', () => {

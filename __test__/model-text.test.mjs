@@ -8,48 +8,23 @@
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { mkdirSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { describe, it } from 'node:test'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
-import { Checkpoint, INSTRUCTIONS, Recall, Rewind, isRewindReportSource } from '../plugin/index.js'
+import { Checkpoint, INSTRUCTIONS, Rewind, isRewindReportSource } from '../plugin/index.js'
 import { isReportInstruction } from '../plugin/fold/summarize.js'
 import { WORDS, failureText, splitReportFrame } from '../plugin/fold/words.js'
-import { ScriptedModel, SessionId, bootHost, createUserMessage, probeTool, protocolProblems, runTurn, say, tempStore } from './helpers/dsh.mjs'
+import { ScriptedModel, bootHost, createUserMessage, protocolProblems, runTurn, say, tempStore } from './helpers/dsh.mjs'
+import { calls, resultOf, scriptedHost, textOf } from './helpers/model-text.mjs'
 import { faultsEnv } from './helpers/faults.mjs'
 
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 
 // ---- the scripted model and its requests --------------------------------------------------------
 
-/** A reply calling one tool. @param {string} id @param {string} name @param {object} [args] */
-const calls = (id, name, args = {}) => ({ calls: [{ id, name, args }] })
-
-/** The text of a message's text blocks (and of a tool result's). @param {any} m */
-const textOf = (m) =>
-  (m?.content ?? []).map((/** @type {any} */ b) => (b.type === 'text' ? b.text : b.type === 'tool-result' ? textOf(b) : '')).join('')
-
-/** The tool result of call `id` in a request. @param {any} request @param {string} id */
-const resultOf = (request, id) => request.messages.flatMap((/** @type {any} */ m) => m.content ?? []).find((/** @type {any} */ b) => b.type === 'tool-result' && b.toolCallId === id)
-
 /** Whether a message is the turn guard's warning. @param {any} m */
 const isWarning = (m) => m.role === 'user' && m.source?.kind === 'plugin' && m.source?.plugin === 'rewind' && m.source.markId === undefined
-
-/** One line per message of a request, as the model reads it (the transcript of the docs). @param {any} request */
-export function transcript(request) {
-  return request.messages
-    .map((/** @type {any} */ m) => {
-      const parts = []
-      for (const b of m.content ?? []) {
-        if (b.type === 'text') parts.push(JSON.stringify(b.text.length > 90 ? `${b.text.slice(0, 89)}…` : b.text))
-        if (b.type === 'tool-call') parts.push(`→ ${b.name}(${typeof b.arguments === 'string' ? b.arguments : JSON.stringify(b.arguments)})`)
-        if (b.type === 'tool-result') parts.push(JSON.stringify(textOf(b).slice(0, 90)))
-      }
-      return `${(m.source?.kind === 'tool' ? 'tool' : m.role).padEnd(9)} ${parts.join(' ')}`
-    })
-    .join('\n')
-}
 
 const PARSER = [
   'parser.js:',
@@ -60,30 +35,22 @@ const REPORT = '## Findings\n- `skipComment` in parser.js consumes the EOF token
 const ANSWER = 'The parser drops the last token when the input ends in a comment: `skipComment` consumes the EOF token.'
 
 /**
- * A real host with the fold rows, a `probe` tool, and a scripted model: agent requests take the
- * next reply of `replies` (then `say('Done.')`), report calls answer `report` (a reply, or a
- * function of the request).
+ * A real host with the fold rows, a `probe` tool answering PARSER, and a scripted model: agent
+ * requests take the next reply of `replies` (then `say('Done.')`), report calls answer `report`.
  * @param {any[]} replies
- * @param {{report?: any, rewind?: object, checkpoint?: object, recall?: object | false}} [o]
+ * @param {{report?: any, rewind?: object, checkpoint?: object}} [o]
  */
-async function host(replies, { report = say(REPORT), rewind = {}, checkpoint = {}, recall = false } = {}) {
-  const queue = [...replies]
-  const model = new ScriptedModel((options, n) => {
-    if (isReportInstruction(options.messages.at(-1))) return typeof report === 'function' ? report(options, n) : report
-    const next = queue.shift() ?? say('Done.')
-    return typeof next === 'function' ? next(agent) : next
+function host(replies, { report = say(REPORT), rewind = {}, checkpoint = {} } = {}) {
+  return scriptedHost({
+    replies,
+    report,
+    done: say('Done.'),
+    file: PARSER,
+    rows: async (root) => {
+      await root.plugin(Checkpoint, { store: tempStore(), ...checkpoint })
+      await root.plugin(Rewind, rewind)
+    },
   })
-  const root = await bootHost(model)
-  await root.plugin(Checkpoint, { store: tempStore(), ...checkpoint })
-  await root.plugin(Rewind, rewind)
-  if (recall) await root.plugin(Recall, recall)
-  root.tools.register(probeTool(() => PARSER))
-  /** @type {any} */
-  let agent
-  ;({ agent } = await root.agents.create({ sessionId: SessionId(`model-text-${Math.random().toString(36).slice(2)}`), agentOptions: { provider: 'scripted', model: 'm1' }, meta: { cwd: tmpdir() } }))
-  const agentRequests = () => model.requests.filter((r) => !isReportInstruction(r.messages.at(-1)))
-  const reportRequests = () => model.requests.filter((r) => isReportInstruction(r.messages.at(-1)))
-  return { root, model, agent, agentRequests, reportRequests }
 }
 
 const warningsIn = (/** @type {any} */ session) => session.events.filter((/** @type {any} */ e) => e.type === 'user/message' && isWarning(e.data))
