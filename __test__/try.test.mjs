@@ -161,7 +161,7 @@ describe('dsh-fold try on a real installed host', { skip: SKIP }, () => {
     const order = [
       /→ bash \$ ls -l logs/,
       /→ read \{"file_path":"logs\/runs-2025-06\.log"\}/,
-      /⤷ compaction by dsh-fold\/compaction \(pressure\): \d+ messages \(seq \d+\.\.\d+\), [\d,]+ chars → a [\d,]+-char checkpoint, 0 model calls, \d+ ms; the model reads from now on:\n {4}│ This is a checkpoint of the earlier conversation, made without a model call/,
+      /⤷ compaction by dsh-fold\/compaction \(pressure\): \d+ messages \(seq \d+\.\.\d+\), [\d,]+ chars → a [\d,]+-char checkpoint, 0 model calls, \d+ ms; the model reads from now on:\n(?: {4}│[^\n]*\n)+? {4}│ <compacted-summary>\n/,
       /→ checkpoint \{"objective":"find why node src\/main\.js greets the wrong person"\}/,
       /⤷ fold of mark 1: /,
       /→ recall \{"compaction":"latest","query":"deploy","around":0\}/,
