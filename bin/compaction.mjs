@@ -433,7 +433,9 @@ function describe(name, dir, composed, rules) {
   if (row && rules && (row.name === OURS || row.name === BASIC)) {
     try {
       const keys = row.name === OURS ? row.config ?? {} : Object.fromEntries(Object.entries(row.config ?? {}).filter(([k]) => rules.BASIC_KEYS.includes(k)))
-      p.settings = settingsLine(rules.resolveConfig(keys), row.name === OURS)
+      // Without its own language the backend speaks the rewind row's (plugin/shared/language.js).
+      const rewind = flatten(composed.rows).find((r) => !r.disabled && r.name === 'dsh-fold/rewind')
+      p.settings = settingsLine({ language: rewind?.config?.reportLanguage === 'zh' ? 'zh' : 'en', ...rules.resolveConfig(keys) }, row.name === OURS)
     } catch (e) {
       if (row.name === OURS) p.problems.push({ code: 'INVALID_CONFIG', fatal: true, message: `profile ${name}'s ${row.id} row fails at load: ${/** @type {Error} */ (e).message}`, fix: `fix the row's config in ${p.rows[0].from.map(layerName).join(' or ')} (dsh-fold docs/compaction.md, Configuration)` })
     }
