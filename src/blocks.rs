@@ -120,10 +120,7 @@ fn plan_checked<'e>(
     let targets = arg!(env, self::targets(&targets));
     let request_seq = arg!(env, convert::integer(&request_seq, "requestSeq", MAX_REQUEST_SEQ));
     let mirror = &m.mirror;
-    let plan = mirror
-        .block_surface()
-        .and_then(|surface| blocks::plan_surface(&session_id, &surface, &targets, request_seq))
-        .map_err(|e| throw(env, &e))?;
+    let plan = blocks::plan_session(&session_id, mirror, &targets, request_seq).map_err(|e| throw(env, &e))?;
 
     let mut out = Object::new(env)?;
     match plan {

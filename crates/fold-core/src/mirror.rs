@@ -77,7 +77,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 
 use crate::error::{FoldError, Result};
-use crate::surface::{BlockId, BlockNode, BlockSurface, Kind, Node, Pairing, Provenance, Report, Surface};
+use crate::surface::{BlockId, BlockNode, BlockSurface, Kind, Node, Pairing, Provenance, Surface};
 
 /// "None" in a word.
 pub const NONE: u32 = u32::MAX;
@@ -454,12 +454,7 @@ impl<'w> Record<'w> {
     fn fact(&self, origin: u32) -> std::result::Result<Fact, String> {
         let w = self.w;
         let (seq, meta) = (w[0], w[1]);
-        let kind = match meta & KIND_BITS {
-            0 => Kind::Other,
-            1 => Kind::User,
-            2 => Kind::Assistant,
-            _ => Kind::ToolResult,
-        };
+        let kind = Kind::of(meta & KIND_BITS).unwrap_or(Kind::Other);
         let link = w[2];
         match kind {
             Kind::Assistant => {}
@@ -691,19 +686,6 @@ impl Mirror {
         f.report.checked_sub(1).map(|r| self.reports[r as usize])
     }
 
-    /// The rewind reports standing on the surface, in surface order: (position, seq, account).
-    pub fn surface_reports(&self) -> Vec<(usize, u32, ReportFacts)> {
-        let mut reports: Vec<(usize, u32, ReportFacts)> = self
-            .report_facts
-            .iter()
-            .map(|&i| &self.facts[i as usize])
-            .filter(|f| f.pos != NONE)
-            .map(|f| (f.pos as usize, f.seq, self.reports[f.report as usize - 1]))
-            .collect();
-        reports.sort_unstable_by_key(|(p, ..)| *p);
-        reports
-    }
-
     /// The session's replacements in log order (recall's region listing): `None` while the log
     /// index is unknown.
     pub fn replacements(&self) -> Option<&[Replacement]> {
@@ -790,6 +772,19 @@ impl Mirror {
         Ok(())
     }
 
+    /// A record's id set words name sets the mirror interned ([`Mirror::intern`]), or none.
+    fn check_sets(&self, r: &Record<'_>) -> std::result::Result<(), String> {
+        let interned = self.ids.sets.len() as u32;
+        match [r.w[5], r.w[6]].into_iter().find(|&word| word > interned) {
+            Some(word) => Err(format!(
+                "event {} names id set {}, not one of the {interned} interned",
+                r.seq(),
+                word - 1
+            )),
+            None => Ok(()),
+        }
+    }
+
     fn apply_node(&mut self, r: &Record<'_>) -> std::result::Result<(), String> {
         let seq = r.seq();
         let w = r.w;
@@ -817,6 +812,7 @@ impl Mirror {
         if let Some((s, _)) = replace {
             origin = origin.min(self.facts[self.order[s] as usize].origin).min(w[11]);
         }
+        self.check_sets(r)?;
         let mut fact = r.fact(origin)?;
         // A tool result rewritten in place answers the call the result it replaces answered (the
         // host need not remember answered calls).
@@ -1012,6 +1008,7 @@ impl Mirror {
         let mut index_of_record = vec![0u32; records.len()];
         for &i in &by_seq {
             let r = &records[i];
+            self.check_sets(r)?;
             let mut fact = r.fact(r.w[12])?;
             self.resolve(&mut fact, r.sources(), 0..0);
             index_of_record[i] = self.facts.len() as u32;
@@ -1073,6 +1070,7 @@ impl Mirror {
             }
             // Checked before anything is kept, so a bad record changes nothing.
             record.fact(record.seq()).map_err(out_of_step)?;
+            self.check_sets(&record).map_err(out_of_step)?;
             last = Some(record.seq());
             records.push(record);
             at += len;
@@ -1177,8 +1175,9 @@ impl Mirror {
     /// Rewind's input for a fold from `anchor`: the surface's suffix a fold from that anchor can
     /// reach — from the first node standing for an event at or after the anchor, back to the
     /// call of any result after it — plus the current step's node (`current`: the assistant
-    /// carrying the rewind call; `None`: inferred as a snapshot's `NONE`) and any rewind report
-    /// appended at or after the anchor. No region from `anchor` differs from the whole surface's.
+    /// carrying the rewind call; `None`: inferred, [`Surface::inferred_current`]). No region from
+    /// `anchor` differs from the whole surface's. (A report of the fold's own mark is found
+    /// wherever the log holds it: [`Mirror::mark_report`].)
     ///
     /// # Errors
     /// `INVALID_ARGUMENT` when the mirror is broken or `current` is not an assistant on it.
@@ -1208,12 +1207,6 @@ impl Mirror {
                 }
             }
         }
-        let reports = self.surface_reports();
-        for (p, seq, _) in &reports {
-            if u64::from(*seq) >= anchor {
-                from = from.min(*p);
-            }
-        }
         // The current node: named (it must be an assistant on the surface), or inferred.
         let current = match current {
             None => None,
@@ -1233,19 +1226,7 @@ impl Mirror {
         };
         let pairing = self.window_pairing(from).map_err(out_of_step)?;
         let nodes: Vec<Node> = self.nodes(from..n).map(|v| v.node()).collect();
-        let reports = reports
-            .into_iter()
-            .filter(|(p, ..)| *p >= from)
-            .map(|(_, seq, r)| Report {
-                seq,
-                mark_id: r.mark_id,
-                folded_nodes: r.folded_nodes,
-                start: r.start,
-                end: r.end,
-                folded_chars: u32::try_from(r.folded_chars).unwrap_or(u32::MAX),
-            })
-            .collect();
-        Ok(Surface::from_window(self.event_count, nodes, reports, current, pairing))
+        Ok(Surface::from_window(self.event_count, nodes, current, pairing))
     }
 
     /// The token price of the surface nodes `seqs`, when each is described and priced.
@@ -1487,12 +1468,7 @@ impl RecordBuilder {
 
     /// Appends the record's words to `out`, with `sources` (a replacement's cited message events).
     pub fn write(&self, sources: &[u32], out: &mut Vec<u32>) {
-        let kind = match self.kind {
-            Kind::Other => 0,
-            Kind::User => 1,
-            Kind::Assistant => 2,
-            Kind::ToolResult => 3,
-        };
+        let kind = self.kind.code();
         let op = match self.op {
             None => 0,
             Some(None) => OP_APPEND,

@@ -41,6 +41,7 @@
 mod commit;
 mod document;
 mod file;
+#[cfg(any(test, feature = "oracles"))]
 #[doc(hidden)]
 pub mod fuzzing;
 mod journal;
