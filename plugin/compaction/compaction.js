@@ -178,6 +178,8 @@ export default class FoldCompactionEngine extends CompactionEngine {
       retainTokens: pressure.retainTokens ?? 0,
       maxSummaryTokens: summaryCap(this.config, pressure.contextWindow),
       pasteChars: this.config.pasteChars,
+      intentChars: this.config.intentChars,
+      namesChars: this.config.namesChars,
     }
     const plan = addon.planCompaction(mirrorOf(session).native, params, compactionOverlay(session, anchors))
     return { plan, measurement }
@@ -309,7 +311,7 @@ export default class FoldCompactionEngine extends CompactionEngine {
     const measurement = this.ctx.tokenMeter.measure(session)
     const plan = addon.planCompactionRange(
       mirrorOf(session).native,
-      { trigger: 'manual', totalTokens: measurement.totalTokens, thresholdTokens: 0, retainTokens: 0, maxSummaryTokens: summaryCap(this.config, contextWindow), pasteChars: this.config.pasteChars },
+      { trigger: 'manual', totalTokens: measurement.totalTokens, thresholdTokens: 0, retainTokens: 0, maxSummaryTokens: summaryCap(this.config, contextWindow), pasteChars: this.config.pasteChars, intentChars: this.config.intentChars, namesChars: this.config.namesChars },
       startPos,
       endPos + 1,
       compactionOverlay(session, anchors),

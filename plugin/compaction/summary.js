@@ -5,8 +5,12 @@
  * word (a long paste cut to its head and tail, the middle left to recall), a rewind report, a
  * block summary or an earlier compaction summary as written, a run of tool work as the addon's
  * extractive report within the plan's budget, or a one-line pointer where the plan ran out of
- * room — inside DSH's checkpoint framing (`<compacted-summary>`, which DSH's client renders and
- * basic's summarizer recognises), ending with the recall hint when the recall row is mounted.
+ * room — then, for a range with tool work, the train of thought (`### Where you left off`: the
+ * model's latest words verbatim, the names in play, the open state of the work, written by the
+ * core from the report facts within the plan's `thought` room, rule 7) — inside DSH's checkpoint
+ * framing (`<compacted-summary>`, which DSH's client renders and basic's summarizer recognises),
+ * ending with the recall hint when the recall row is mounted. A later checkpoint carries an
+ * earlier one's items, not its train of thought (it writes its own).
  *
  * The `llm` summarizer: one `ctx.llm.stream` call, routed and framed as compaction-basic does it
  * (the conversation's own system prompt and tools, the range's messages, the instruction last,
@@ -38,6 +42,7 @@ const TEXT = {
     tooSmall: (/** @type {number} */ steps, /** @type {string} */ how) => `${steps} messages of tool work, too long to condense in the space left${how}.`,
     how: (/** @type {string} */ call) => `; \`${call}\` returns it`,
     carried: (/** @type {string} */ what, /** @type {number} */ chars) => `${what}: ${chars} chars, carried by an earlier checkpoint and left out here for space; recall returns it.`,
+    thought: '### Where you left off',
   },
   zh: {
     preamble:
@@ -53,6 +58,7 @@ const TEXT = {
     tooSmall: (/** @type {number} */ steps, /** @type {string} */ how) => `${steps} 条工具操作消息，剩余篇幅不足以压缩${how}。`,
     how: (/** @type {string} */ call) => `；\`${call}\` 可取回原文`,
     carried: (/** @type {string} */ what, /** @type {number} */ chars) => `${what}：${chars} 个字符，由更早的检查点带入，因篇幅在此省略；recall 可取回原文。`,
+    thought: '### 你停下的地方',
   },
 }
 
@@ -83,16 +89,23 @@ const CARRIED_NOTES = /(?: \(condensed earlier; recall returns its lines\)|（�
 /** Headings of condensed tool work in our summaries (both languages, extractive and llm). */
 const WORK_HEADING = /^### (Tool work \(seq|工具操作（seq|The work in this span|此区间工作的总结)/
 
+/** The heading of a checkpoint's train of thought, the last part of its body (both languages). */
+const THOUGHT_HEADING = /\n### (?:Where you left off|你停下的地方)\n/
+
 /**
  * What a later compaction carries of one of our earlier checkpoints: its user messages, reports,
  * block summaries and earlier foreign checkpoints as written; of each condensed tool-work part
  * only its heading and a note that recall returns it (the work was condensed once; the next
- * checkpoint condenses only new work, so carried text does not grow with every pass).
+ * checkpoint condenses only new work, so carried text does not grow with every pass); not its
+ * train of thought (where the model was then: the later checkpoint says where it is now).
  * @param {string} text the checkpoint message's text
  * @param {'en' | 'zh'} [language]
  */
 export function carriedText(text, language = 'en') {
-  const body = checkpointBody(text)
+  const whole = checkpointBody(text)
+  // The train of thought is the checkpoint's own moment: a later one writes its own.
+  const at = `\n${whole}`.search(THOUGHT_HEADING)
+  const body = at < 0 ? whole : whole.slice(0, Math.max(0, at - 1)).trimEnd()
   const parts = body.split(/\n(?=### )/)
   return parts.map((part) => (WORK_HEADING.test(part) ? `${part.split('\n', 1)[0].replace(CARRIED_NOTES, '')}${CARRIED_NOTE[language]}` : part)).join('\n')
 }
@@ -218,9 +231,52 @@ export function composeSummary(ctx, session, plan, { compactionId, language, llm
     else if (item.source === 'foreign-summary') parts.push(`${heading}\n${checkpointBody(text)}`)
     else parts.push(`${heading}\n${text}`)
   }
+  const thought = trainOfThought(session, plan, { language, written: parts.join('\n\n'), recall: tool === undefined ? undefined : program ? programCallee(tool) : tool })
+  if (thought) parts.push(`${t.thought}\n${thought}`)
   const hint = recallHint(ctx, { compaction: compactionId }, language, program ? { program } : {})
   return { text: `${t.preamble}\n\n${OPEN_TAG}\n${parts.join('\n\n')}${hint}\n${CLOSE_TAG}`, counts }
 }
+
+/**
+ * The range's train of thought (rule 7 of the policy; written by the core from the report facts
+ * read once per message): the model's latest words, the names in play, the open state of the
+ * work, within the plan's room; `''` when the plan gives it none or there is nothing to say.
+ * Names the model wrote in the kept tail, or that `written` (the checkpoint's other parts)
+ * holds, are not listed again.
+ * @param {any} session @param {import('../../index.js').CompactionPlan} plan
+ * @param {{language: 'en' | 'zh', written: string, recall: string | undefined}} options
+ */
+function trainOfThought(session, plan, { language, written, recall }) {
+  const room = plan.thought
+  if (!room || room.intentChars + room.namesChars + room.stateChars === 0) return ''
+  const log = eventLog(session)
+  const facts = []
+  const seqs = []
+  for (const item of plan.items) {
+    if (item.source !== 'work') continue
+    for (const seq of plan.seqs.subarray(item.start - plan.startPos, item.end - plan.startPos)) {
+      if (!WORK_EVENTS.has(log[seq]?.type)) continue
+      const f = reportFactsOf(session, seq)
+      if (f) {
+        facts.push(f)
+        seqs.push(seq)
+      }
+    }
+  }
+  if (facts.length === 0) return ''
+  // The kept tail's model messages: what it names there, the model still sees.
+  const tail = []
+  const nodes = session.surface.nodes
+  for (let i = plan.endPos; i < nodes.length; i++) {
+    if (log[nodes[i]]?.type !== 'assistant/message') continue
+    const f = reportFactsOf(session, nodes[i])
+    if (f) tail.push(f)
+  }
+  return addon.trainOfThoughtOf(facts, Uint32Array.from(seqs), tail, { language, intentChars: room.intentChars, namesChars: room.namesChars, stateChars: room.stateChars, written, ...(recall === undefined ? {} : { recall }) })
+}
+
+/** The events whose messages are the agent's work (what the report facts read). */
+const WORK_EVENTS = new Set(['assistant/message', 'tool/result'])
 
 export const INSTRUCTIONS = {
   en: `Condense the tool work in the conversation above into a checkpoint another model can resume from. The user's messages and any reports or summaries already in it are kept word for word beside your text, so do not repeat them. Use terse Markdown bullets under these headings:
