@@ -283,7 +283,10 @@ pub(super) fn name_tokens(text: &str) -> HashSet<&str, FxBuild> {
             .any(|b| matches!(b, b'_' | b'.' | b'/' | b':') || b.is_ascii_uppercase());
         if tok.len() >= 4 && shaped {
             out.insert(tok);
-            if let Some(i) = tok.find(':').filter(|&i| tok.contains('/') && !tok[i..].starts_with("::")) {
+            if let Some(i) = tok
+                .find(':')
+                .filter(|&i| tok.contains('/') && !tok[i..].starts_with("::"))
+            {
                 out.insert(&tok[..i]);
             }
         }
