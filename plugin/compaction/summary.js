@@ -10,7 +10,9 @@
  * core from the report facts within the plan's `thought` room, rule 7) — inside DSH's checkpoint
  * framing (`<compacted-summary>`, which DSH's client renders and basic's summarizer recognises),
  * ending with the recall hint when the recall row is mounted. A later checkpoint carries an
- * earlier one's items, not its train of thought (it writes its own).
+ * earlier one's items, not its train of thought (it writes its own). When the plan left any of
+ * the user's words as pointers (a user message, or an earlier checkpoint of ours that carried
+ * them), the body opens with a note saying so and how small the checkpoint had to be.
  *
  * The `llm` summarizer: one `ctx.llm.stream` call, routed and framed as compaction-basic does it
  * (the conversation's own system prompt and tools, the range's messages, the instruction last,
@@ -23,6 +25,9 @@ import { addon } from '../shared/addon.js'
 import { eventLog, regionMessages } from '../shared/session.js'
 import { programCallee, recallHint, recallToolName, splitRecallHint } from '../recall/hint.js'
 import { reportFactsOf } from './report-facts.js'
+
+/** DSH's token meter's density: the plan's budget is in chars. */
+const CHARS_PER_TOKEN = 4
 
 export const OPEN_TAG = '<compacted-summary>'
 export const CLOSE_TAG = '</compacted-summary>'
@@ -43,6 +48,8 @@ const TEXT = {
     how: (/** @type {string} */ call) => `; \`${call}\` returns it`,
     carried: (/** @type {string} */ what, /** @type {number} */ chars) => `${what}: ${chars} chars, carried by an earlier checkpoint and left out here for space; recall returns it.`,
     thought: '### Where you left off',
+    lostWords: (/** @type {number} */ n, /** @type {number} */ tokens, /** @type {string | undefined} */ call) =>
+      `Note: at this context window this checkpoint may take about ${tokens} tokens, too few for all of the user's words: ${n === 1 ? 'one item that holds them is a one-line pointer' : `${n} items that hold them are one-line pointers`} below, the oldest first${call ? `; \`${call}\` returns them word for word` : ''}.`,
   },
   zh: {
     preamble:
@@ -59,6 +66,8 @@ const TEXT = {
     how: (/** @type {string} */ call) => `；\`${call}\` 可取回原文`,
     carried: (/** @type {string} */ what, /** @type {number} */ chars) => `${what}：${chars} 个字符，由更早的检查点带入，因篇幅在此省略；recall 可取回原文。`,
     thought: '### 你停下的地方',
+    lostWords: (/** @type {number} */ n, /** @type {number} */ tokens, /** @type {string | undefined} */ call) =>
+      `注意：在当前上下文窗口下，此检查点至多约 ${tokens} 个 token，放不下用户的全部原话：下文有 ${n} 项含有用户原话的条目只剩一行指引，从最早的开始${call ? `；\`${call}\` 可逐字取回` : ''}。`,
   },
 }
 
@@ -89,6 +98,9 @@ const CARRIED_NOTES = /(?: \(condensed earlier; recall returns its lines\)|（�
 /** Headings of condensed tool work in our summaries (both languages, extractive and llm). */
 const WORK_HEADING = /^### (Tool work \(seq|工具操作（seq|The work in this span|此区间工作的总结)/
 
+/** The note that opens a checkpoint whose room was too small for all of the user's words. */
+const LOST_NOTE = /^(?:Note: at this context window|注意：在当前上下文窗口下)/
+
 /** The heading of a checkpoint's train of thought, the last part of its body (both languages). */
 const THOUGHT_HEADING = /\n### (?:Where you left off|你停下的地方)\n/
 
@@ -107,6 +119,8 @@ export function carriedText(text, language = 'en') {
   const at = `\n${whole}`.search(THOUGHT_HEADING)
   const body = at < 0 ? whole : whole.slice(0, Math.max(0, at - 1)).trimEnd()
   const parts = body.split(/\n(?=### )/)
+  // A note that the user's words did not all fit was about that checkpoint's room, not this one's.
+  if (LOST_NOTE.test(parts[0])) parts.shift()
   return parts.map((part) => (WORK_HEADING.test(part) ? `${part.split('\n', 1)[0].replace(CARRIED_NOTES, '')}${CARRIED_NOTE[language]}` : part)).join('\n')
 }
 
@@ -163,7 +177,8 @@ export function composeSummary(ctx, session, plan, { compactionId, language, llm
   const seqs = plan.seqs
   const tool = recallToolName(ctx)
   const args = `{"compaction": ${JSON.stringify(compactionId)}, "query": "…"}`
-  const how = tool === undefined ? '' : t.how(program ? `await ${programCallee(tool)}(${args})` : `${tool}(${args})`)
+  const call = tool === undefined ? undefined : program ? `await ${programCallee(tool)}(${args})` : `${tool}(${args})`
+  const how = call === undefined ? '' : t.how(call)
   const counts = { verbatim: 0, cut: 0, condensed: 0, trimmed: 0, pointers: 0 }
   /** @type {string[]} */
   const parts = []
@@ -231,6 +246,10 @@ export function composeSummary(ctx, session, plan, { compactionId, language, llm
     else if (item.source === 'foreign-summary') parts.push(`${heading}\n${checkpointBody(text)}`)
     else parts.push(`${heading}\n${text}`)
   }
+  // Say it when the user's words did not all fit (a message of theirs, or an earlier checkpoint
+  // of ours carrying them, left as a pointer): first, so it is read before anything else.
+  const lost = plan.items.filter((i) => i.treatment === 'pointer' && (i.source === 'user' || i.source === 'compaction-summary')).length
+  if (lost > 0) parts.unshift(t.lostWords(lost, Math.floor(plan.budgetChars / CHARS_PER_TOKEN), call))
   const thought = trainOfThought(session, plan, { language, written: parts.join('\n\n'), recall: tool === undefined ? undefined : program ? programCallee(tool) : tool })
   if (thought) parts.push(`${t.thought}\n${thought}`)
   const hint = recallHint(ctx, { compaction: compactionId }, language, program ? { program } : {})
