@@ -40,7 +40,7 @@ export const Config = Schema.object({
   pasteChars: Schema.natural().min(200).description('A user message longer than this many chars is cut to its head and tail (default 4000).'),
   intentChars: Schema.natural().description('The checkpoint carries the model\'s latest words before the cut, verbatim, up to this many chars (default 1000; 0: none).'),
   namesChars: Schema.natural().description('The checkpoint lists the names in play (identifiers, paths, symbols the model wrote) in up to this many chars (default 400; 0: none).'),
-  language: Schema.union(['en', 'zh']).description('Language of the summary\'s headings (default en).'),
+  language: Schema.union(['en', 'zh']).description("Language of the checkpoint's frame and headings (default: the rewind row's reportLanguage, else en)."),
   summaryTimeoutMs: Schema.natural().min(1).description('With summarizer llm: the call\'s time limit (default 180000).'),
   blockToolName: Schema.string().description('Block mode\'s tool, whose ids mark blocks (default block_run_code).'),
 })
@@ -59,7 +59,7 @@ export const Config = Schema.object({
 
 /**
  * @typedef {Policy & {modelPolicies: (Partial<Policy> & {provider: string, model: string})[], auto: boolean,
- *   summarizer: 'extractive' | 'llm', maxSummaryTokens?: number, summaryRatio: number, pasteChars: number, intentChars: number, namesChars: number, language: 'en' | 'zh',
+ *   summarizer: 'extractive' | 'llm', maxSummaryTokens?: number, summaryRatio: number, pasteChars: number, intentChars: number, namesChars: number, language?: 'en' | 'zh',
  *   summaryTimeoutMs: number, blockToolName: string}} ResolvedConfig
  */
 
@@ -151,7 +151,7 @@ export function resolveConfig(config = {}) {
     pasteChars: config.pasteChars ?? 4000,
     intentChars: config.intentChars ?? 1000,
     namesChars: config.namesChars ?? 400,
-    language: config.language ?? 'en',
+    ...(config.language === undefined ? {} : { language: config.language }),
     summaryTimeoutMs: config.summaryTimeoutMs ?? 180_000,
     blockToolName: config.blockToolName ?? 'block_run_code',
   })
