@@ -189,7 +189,7 @@ describe('dsh-fold doctor on a real installed host', { skip: SKIP }, () => {
     await initProfile({ node22: readme.node22, dshPackage: readme.dshPackage, profile: 'work', env: hostEnv({ dshHome: home }), cwd: home })
     const r = doctor(home)
     assert.equal(r.code, 0, r.stdout)
-    assert.match(r.checks.compaction.label, /^compaction: dsh-fold\/compaction \(row compaction-fold, from ~\/\.dsh\/profiles\/headless\/cordis\.patch\.yml, written by dsh-fold compaction enable\); compacts at 0\.8 of the context window \(a 0\.16 tail kept\); summarizer extractive \(no model call\); checkpoint cap 0\.15 of the window, at least 8192 tokens; language the rewind row's \(en by default\)$/)
+    assert.match(r.checks.compaction.label, /^compaction: dsh-fold\/compaction \(row compaction-fold, from ~\/\.dsh\/profiles\/headless\/cordis\.patch\.yml, written by dsh-fold compaction enable\); compacts at 0\.8 of the context window \(a 0\.16 tail kept\); summarizer extractive \(no model call\); checkpoint cap 0\.15 of the window, at least 8192 tokens; language en$/)
     assert.equal(r.checks.profiles.label, 'other profiles: work (compaction-basic)')
   })
 

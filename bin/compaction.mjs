@@ -450,7 +450,7 @@ function settingsLine(c, ours) {
   const when = c.auto ? `at ${c.thresholdRatio} of the context window (${tail} kept)` : 'on /compact only'
   if (!ours) return `compacts ${when}; one model call per compaction (maxTokens ${c.maxTokens})`
   const cap = c.maxSummaryTokens !== undefined ? `${c.maxSummaryTokens} tokens` : `${c.summaryRatio} of the window, at least 8192 tokens`
-  return `compacts ${when}; summarizer ${c.summarizer}${c.summarizer === 'extractive' ? ' (no model call)' : ' (one model call, extractive fallback)'}; checkpoint cap ${cap}; language ${c.language ?? "the rewind row's (en by default)"}`
+  return `compacts ${when}; summarizer ${c.summarizer}${c.summarizer === 'extractive' ? ' (no model call)' : ' (one model call, extractive fallback)'}; checkpoint cap ${cap}; language ${c.language}`
 }
 
 // ---- writing ----------------------------------------------------------------------------------
