@@ -361,7 +361,7 @@ export default class FoldCompactionEngine extends CompactionEngine {
         ...compactCheckpointSource(compactionId, sourceCommandId),
         [OWN_MARKER]: { trigger, summarizer: written.summarizer, splits: plan.splits, degraded: plan.degraded, items: written.counts },
       }
-      const message = createUserMessage({ content: [{ type: 'text', text: written.text }], source })
+      const message = createUserMessage({ content: written.content, source })
       const summaryTokens = this.ctx.tokenMeter.estimateMessage(message)
       if (summaryTokens >= shadowedTokenCount) throw new SummaryError(`summary is not smaller than the shadowed content (${summaryTokens} estimated tokens >= ${shadowedTokenCount})`)
       stage = 'commit'

@@ -25,6 +25,7 @@ import { addon } from '../shared/addon.js'
 import { eventLog, regionMessages } from '../shared/session.js'
 import { programCallee, recallHint, recallToolName, splitRecallHint } from '../recall/hint.js'
 import { reportFactsOf } from './report-facts.js'
+import { attachmentLine, isAttachment } from '../shared/attachments.js'
 
 /** DSH's token meter's density: the plan's budget is in chars. */
 const CHARS_PER_TOKEN = 4
@@ -159,9 +160,14 @@ export function trimmedCarried(text, language = 'en', maxChars = 0) {
  */
 export const carriedCore = (text, language = 'en') => trimmedCarried(text, language, 0)
 
+/** Where a block the checkpoint carries as itself (an image) stands while its text is composed. */
+const HELD = /\u0000held:(\d+)\u0000/g
+
 /**
  * @typedef {object} Composed
- * @property {string} text the replacement's whole text
+ * @property {string} text the replacement's whole text (its text blocks, joined)
+ * @property {any[]} content the replacement's blocks: its text, with each image a user message
+ *   (or an earlier checkpoint of ours) carried in place as the block itself
  * @property {{verbatim: number, cut: number, condensed: number, trimmed: number, pointers: number}} counts items by treatment
  */
 
@@ -184,6 +190,27 @@ export function composeSummary(ctx, session, plan, { compactionId, language, llm
   const call = tool === undefined ? undefined : program ? `await ${programCallee(tool)}(${args})` : `${tool}(${args})`
   const how = call === undefined ? '' : t.how(call)
   const counts = { verbatim: 0, cut: 0, condensed: 0, trimmed: 0, pointers: 0 }
+  /** @type {any[]} the blocks carried as themselves, by their stand-in's number */
+  const held = []
+  const hold = (/** @type {any} */ block) => `\u0000held:${held.push(block) - 1}\u0000`
+  /** The lines naming a user message's attachments (each image also held in place after its line). @param {any} message @param {boolean} keep */
+  const attachments = (message, keep) =>
+    (message?.content ?? [])
+      .filter(isAttachment)
+      .map((/** @type {any} */ b) => `\n${attachmentLine(b, language)}${keep && b.type === 'image' ? `\n${hold(b)}` : ''}`)
+      .join('')
+  /**
+   * A user message's words with every other block in its place: named on a line of its own and,
+   * for an image, carried as the block itself (DSH's `ImageBlock` is valid in a user message).
+   * @param {any} message
+   */
+  const userBody = (message) =>
+    (message?.content ?? [])
+      .map((/** @type {any} */ b) => (b?.type === 'text' ? b.text : isAttachment(b) ? `\n${attachmentLine(b, language)}\n${b.type === 'image' ? hold(b) : ''}` : ''))
+      .join('')
+  /** An earlier checkpoint of ours, its images held where they stand (their lines are in its text). @param {any} message */
+  const checkpointText = (message) =>
+    (message?.content ?? []).map((/** @type {any} */ b) => (b?.type === 'text' ? b.text : b?.type === 'image' ? hold(b) : '')).join('')
   /** @type {string[]} */
   const parts = []
   if (llmText !== undefined) parts.push(`${t.llmWork}\n${llmText.trim()}`)
@@ -226,29 +253,31 @@ export function composeSummary(ctx, session, plan, { compactionId, language, llm
           : item.source === 'block-summary'
             ? t.block(first)
             : t.foreign(first)
+    const user = item.source === 'user'
     if (item.treatment === 'pointer') {
       counts.pointers++
-      parts.push(t.pointer(heading.replace(/^### /, ''), text.length, how))
+      // A user message left out still names what it carried beside its words.
+      parts.push(`${t.pointer(heading.replace(/^### /, ''), text.length, how)}${user ? attachments(event.data, false) : ''}`)
       continue
     }
     if (item.treatment === 'trim') {
       counts.trimmed++
-      parts.push(trimmedCarried(text, language, item.maxChars ?? 0))
+      parts.push(trimmedCarried(checkpointText(event.data), language, item.maxChars ?? 0))
       continue
     }
     if (item.treatment === 'cut') {
       counts.cut++
       const head = item.head ?? 0
       const tail = item.tail ?? 0
-      parts.push(`${heading}\n${text.slice(0, head)}${t.cut(text.length - head - tail, how)}${text.slice(text.length - tail)}`)
+      parts.push(`${heading}\n${text.slice(0, head)}${t.cut(text.length - head - tail, how)}${text.slice(text.length - tail)}${attachments(event.data, true)}`)
       continue
     }
     counts.verbatim++
     // Our own earlier checkpoint is spliced in as the parts it already is; another backend's
     // keeps a heading of its own.
-    if (item.source === 'compaction-summary') parts.push(carriedText(text, language))
+    if (item.source === 'compaction-summary') parts.push(carriedText(checkpointText(event.data), language))
     else if (item.source === 'foreign-summary') parts.push(`${heading}\n${checkpointBody(text)}`)
-    else parts.push(`${heading}\n${text}`)
+    else parts.push(`${heading}\n${user ? userBody(event.data) : text}`)
   }
   // Say it when the user's words did not all fit (a message of theirs, or an earlier checkpoint
   // of ours carrying them, left as a pointer): first, so it is read before anything else.
@@ -257,7 +286,18 @@ export function composeSummary(ctx, session, plan, { compactionId, language, llm
   const thought = trainOfThought(session, plan, { language, written: parts.join('\n\n'), recall: tool === undefined ? undefined : program ? programCallee(tool) : tool })
   if (thought) parts.push(`${t.thought}\n${thought}`)
   const hint = recallHint(ctx, { compaction: compactionId }, language, program ? { program } : {})
-  return { text: `${t.preamble}\n\n${OPEN_TAG}\n${parts.join('\n\n')}${hint}\n${CLOSE_TAG}`, counts }
+  const whole = `${t.preamble}\n\n${OPEN_TAG}\n${parts.join('\n\n')}${hint}\n${CLOSE_TAG}`
+  // The held blocks go back where they stood, between the text around them.
+  /** @type {any[]} */
+  const content = []
+  let at = 0
+  for (const m of whole.matchAll(HELD)) {
+    if (m.index > at) content.push({ type: 'text', text: whole.slice(at, m.index) })
+    content.push(held[Number(m[1])])
+    at = m.index + m[0].length
+  }
+  if (at < whole.length) content.push({ type: 'text', text: whole.slice(at) })
+  return { text: content.filter((b) => b.type === 'text').map((b) => b.text).join(''), content, counts }
 }
 
 /**
