@@ -50,11 +50,13 @@ import { findTarget } from './targets.mjs'
 export const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 
 /**
- * The root tarball's size budget, in bytes: 300 KiB, against 285,763 bytes when it was set
- * (round 4). A file that should not ship (a fixture, a corpus, a build output) shows up here
+ * The root tarball's size budget, in bytes: 340 KiB. Set at 300 KiB against 285,763 bytes
+ * (round 4); raised in issue 29 when main reached 306,360 (compaction's command) and the release
+ * page and doctor's registry check brought it to 316,494 — every docs/*.md ships, in both
+ * languages. A file that should not ship (a fixture, a corpus, a build output) shows up here
  * before a user downloads it; growth that is meant raises it, in the same commit.
  */
-export const ROOT_TARBALL_BUDGET = 300 * 1024
+export const ROOT_TARBALL_BUDGET = 340 * 1024
 
 /** What no file of the root package may be: tests, benches, sources, build outputs, data. */
 const NOT_FOR_USERS = /(^|\/)(__test__|bench|crates|src|target[^/]*|npm|fixtures?|corpora|corpus|node_modules|\.e2e-cache)\/|\.node$|\.rs$|(^|\/)Cargo\.(toml|lock)$/
