@@ -37,6 +37,8 @@ import { binaryName, findTarget } from './targets.mjs'
 
 /** The README's HMR row (README step 3), which rc.8's `dsh` launcher needs. */
 const HMR_ROW = "- insert:\n    - id: launcher-hmr\n      name: '@deepseek-ai/cordis-plugin-hmr'\n      config: { root: [] }\n"
+/** Loads dsh-fold and prints which Node and which binary did, as JSON (run with `node -e`). */
+const LOAD_SCRIPT = "const m = require('dsh-fold'); console.log(JSON.stringify({node: process.version, arch: process.arch, binary: Object.keys(require.cache).find((f) => f.endsWith('.node')), codes: m.foldErrorCodes().length}))"
 /** Variables of the caller's that a clean environment drops. */
 const DROP = /^(PATH|HOME|TMPDIR|TMP|TEMP|XDG_.*|NODE_PATH|NODE_OPTIONS|NODE_TEST_CONTEXT|CARGO.*|RUSTUP.*|RUSTC.*|npm_.*|NPM_.*|PNPM_.*|DSH_.*|DEEPSEEK_.*)$/i
 
@@ -71,9 +73,11 @@ function nodeFiles(dir) {
 /** A clean environment in a fresh temp folder. */
 class Sandbox {
   /**
-   * @param {string} name @param {{registry: string, node: string, extraPath?: string[]}} o
+   * @param {string} name @param {{registry: string, node: string, extraPath?: string[], signal?: AbortSignal}} o
+   *   `signal`: once aborted (Ctrl-C), a running command's group is stopped and none starts
    */
-  constructor(name, { registry, node, extraPath = [] }) {
+  constructor(name, { registry, node, extraPath = [], signal }) {
+    this.signal = signal
     this.dir = realpathSync(mkdtempSync(path.join(tmpdir(), `dsh-fold-rehearse-${name}-`)))
     this.home = path.join(this.dir, 'home')
     const bin = path.join(this.dir, 'bin')
@@ -110,9 +114,14 @@ class Sandbox {
    * @param {string} script @param {{cwd?: string, timeoutMs?: number, signal?: AbortSignal}} [o]
    * @returns {Promise<Command>}
    */
-  run(script, { cwd = this.home, timeoutMs = 600_000, signal } = {}) {
+  run(script, { cwd = this.home, timeoutMs = 600_000, signal = this.signal } = {}) {
     const t0 = performance.now()
     return new Promise((resolve) => {
+      if (signal?.aborted) {
+        const command = { cmd: script, seconds: 0, code: null, output: 'not run: interrupted' }
+        this.commands.push(command)
+        return resolve(command)
+      }
       const child = spawn('sh', ['-c', script], { cwd, env: this.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
       let output = ''
       child.stdout.setEncoding('utf8').on('data', (d) => (output += d))
@@ -190,8 +199,7 @@ const warnings = (output) => output.split('\n').filter((l) => /\bWARN\b|npm warn
  * @param {Sandbox} s @param {string} project @param {string} platform @param {Published} pub
  */
 async function requireCheck(s, project, platform, pub) {
-  const script = "const m = require('dsh-fold'); console.log(JSON.stringify({node: process.version, arch: process.arch, binary: Object.keys(require.cache).find((f) => f.endsWith('.node')), codes: m.foldErrorCodes().length}))"
-  const r = await s.run(`node -e ${JSON.stringify(script)}`, { cwd: project })
+  const r = await s.run(`node -e ${JSON.stringify(LOAD_SCRIPT)}`, { cwd: project })
   check(r.code === 0, `require('dsh-fold') failed: ${r.output}`)
   const got = JSON.parse(r.output.split('\n').at(-1) ?? '{}')
   const expected = path.join(project, 'node_modules', `dsh-fold-${platform}`, binaryName(findTarget(platform)))
@@ -217,7 +225,7 @@ function onlyPublishedBinary(dir, platform, pub) {
  * @param {Published} pub @param {{node22: string, hostBin: string, pnpm: string}} host @param {AbortSignal} [signal]
  */
 export function profileCheck(pub, host, signal) {
-  return inSandbox('profile', { registry: pub.registry, node: host.node22, extraPath: [host.hostBin, path.dirname(host.pnpm)] }, async (s) => {
+  return inSandbox('profile', { registry: pub.registry, node: host.node22, extraPath: [host.hostBin, path.dirname(host.pnpm)], signal }, async (s) => {
     mkdirSync(s.env.DSH_HOME, { recursive: true })
     writeFileSync(path.join(s.env.DSH_HOME, 'cordis.patch.yml'), HMR_ROW)
     const add = await s.run('dsh plugin --profile headless add dsh-fold', { signal })
@@ -230,6 +238,7 @@ export function profileCheck(pub, host, signal) {
     check(version.code === 0 && version.output.includes(pub.version), `dsh-fold --version: ${version.output}`)
     const doctor = await s.run('dsh-fold doctor', { signal })
     check(doctor.code === 0 && /^(\d+) of \1 checks pass$/m.test(doctor.output) && !/^✗/m.test(doctor.output), `doctor did not pass every check:\n${doctor.output}`)
+    check(doctor.output.includes(`✓ registry ${pub.registry}: dsh-fold ${pub.version}, `), `doctor did not find dsh-fold ${pub.version} on the registry it installs from:\n${doctor.output}`)
     const tried = await s.run('dsh-fold try --profile headless', { signal })
     check(tried.code === 0 && /^done in .* fold of mark 1/m.test(tried.output), `try --profile headless failed (exit ${tried.code}):\n${tried.output.split('\n').slice(-20).join('\n')}`)
     const installed = realpathSync(path.join(profile, 'node_modules', 'dsh-fold'))
@@ -250,7 +259,7 @@ export function profileCheck(pub, host, signal) {
  * @param {Published} pub @param {string} name @param {string} node @param {AbortSignal} [signal]
  */
 export function npmCheck(pub, name, node, signal) {
-  return inSandbox(name, { registry: pub.registry, node }, async (s) => {
+  return inSandbox(name, { registry: pub.registry, node, signal }, async (s) => {
     const project = path.join(s.home, 'project')
     mkdirSync(project)
     writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'project', private: true }))
@@ -276,7 +285,7 @@ function npmPlatformFlags(platform) {
  * @param {Published} pub @param {string} platform @param {AbortSignal} [signal]
  */
 export function platformCheck(pub, platform, signal) {
-  return inSandbox(platform, { registry: pub.registry, node: process.execPath }, async (s) => {
+  return inSandbox(platform, { registry: pub.registry, node: process.execPath, signal }, async (s) => {
     const project = path.join(s.home, 'project')
     mkdirSync(project)
     writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'project', private: true }))
@@ -307,8 +316,7 @@ export function platformCheck(pub, platform, signal) {
         const node = ensureForeignNode('linux-arm64')
         s.env.QEMU_LD_PREFIX = env.QEMU_LD_PREFIX
         symlinkSync(node, path.join(s.dir, 'bin', 'node-arm64'))
-        const script = "const m = require('dsh-fold'); console.log(JSON.stringify({node: process.version, arch: process.arch, binary: Object.keys(require.cache).find((f) => f.endsWith('.node')), codes: m.foldErrorCodes().length}))"
-        const r = await s.run(`node-arm64 -e ${JSON.stringify(script)}`, { cwd: project, signal })
+        const r = await s.run(`node-arm64 -e ${JSON.stringify(LOAD_SCRIPT)}`, { cwd: project, signal })
         check(r.code === 0, `Node for arm64 could not load it: ${r.output}`)
         const got = JSON.parse(r.output.split('\n').at(-1) ?? '{}')
         check(got.arch === 'arm64' && realpathSync(got.binary) === realpathSync(binary), `under qemu: ${r.output}`)
