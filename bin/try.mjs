@@ -26,7 +26,7 @@
  * history); 1 otherwise; usage errors 64; a named profile without dsh-fold 1.
  */
 import { execFileSync } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -57,8 +57,26 @@ async function packSelf(dir) {
   const require = createRequire(import.meta.url)
   const binary = Object.keys(require.cache).find((f) => /[/\\]dsh-fold-[^/\\]+[/\\][^/\\]+\.node$/.test(f))
   if (!binary) throw new Error(`cannot tell which dsh-fold platform package this copy loaded (${ROOT})`)
-  const packOne = (/** @type {string} */ from) => path.join(dir, execFileSync('npm', ['pack', '--silent', '--ignore-scripts', '--pack-destination', dir, from], { encoding: 'utf8' }).trim().split('\n').pop() ?? '')
-  return { root: packOne(ROOT), platform: packOne(path.dirname(binary)), how: `this installed copy (${ROOT}), packed` }
+  return { root: packInstalledCopy(ROOT, dir), platform: packInstalledCopy(path.dirname(binary), dir), how: `this installed copy (${ROOT}), packed` }
+}
+
+/**
+ * `npm pack` of an installed package folder into `dir`, through a plain copy of it: pnpm links
+ * identical files of a package to one file of its store (dsh-fold's `plugin/package.json` and
+ * `client/package.json` are the same bytes), `npm pack` writes the second as a tar hard link, and
+ * npm's install drops that entry, so the installed plugin would load as CommonJS and fail.
+ * @param {string} from @param {string} dir @returns {string} the tarball
+ */
+export function packInstalledCopy(from, dir) {
+  const stage = mkdtempSync(path.join(tmpdir(), 'dsh-fold-repack-'))
+  try {
+    const copy = path.join(stage, 'package')
+    cpSync(from, copy, { recursive: true, filter: (f) => !f.slice(from.length).split(path.sep).includes('node_modules') })
+    const name = execFileSync('npm', ['pack', '--silent', '--ignore-scripts', '--pack-destination', path.resolve(dir), copy], { encoding: 'utf8' }).trim().split('\n').pop() ?? ''
+    return path.join(dir, name)
+  } finally {
+    rmSync(stage, { recursive: true, force: true })
+  }
 }
 
 /**

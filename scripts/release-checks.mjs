@@ -11,7 +11,9 @@
  *
  * - `profile`: `dsh plugin --profile headless add dsh-fold` with the host as the README installs
  *   it (pnpm, 0.1.0-rc.8, the HMR override and row; __test__/helpers/readme-host.mjs), then
- *   `dsh-fold doctor` (every check ✓) and `dsh-fold try --profile headless` (the scripted model).
+ *   `dsh-fold doctor` (every check ✓, the registry line finding the published version),
+ *   `dsh-fold try --profile headless` (the scripted model) and `dsh-fold try` (a temporary home,
+ *   into which try repacks this pnpm-installed copy).
  *   No warning may appear (pnpm's "Ignored build scripts", dsh's "declares no dsh.bundle").
  * - `npm-node20`, `npm-node22`: `npm install dsh-fold` in an empty project on each Node; then
  *   `require('dsh-fold')` must load `dsh-fold-linux-x64-gnu`'s binary, the one published.
@@ -241,6 +243,9 @@ export function profileCheck(pub, host, signal) {
     check(doctor.output.includes(`✓ registry ${pub.registry}: dsh-fold ${pub.version}, `), `doctor did not find dsh-fold ${pub.version} on the registry it installs from:\n${doctor.output}`)
     const tried = await s.run('dsh-fold try --profile headless', { signal })
     check(tried.code === 0 && /^done in .* fold of mark 1/m.test(tried.output), `try --profile headless failed (exit ${tried.code}):\n${tried.output.split('\n').slice(-20).join('\n')}`)
+    // A temporary DSH home: try repacks this installed (pnpm-linked) copy into it.
+    const fresh = await s.run('dsh-fold try', { signal })
+    check(fresh.code === 0 && /^done in .* fold of mark 1/m.test(fresh.output) && /installed from this installed copy/.test(fresh.output), `try in a temporary home failed (exit ${fresh.code}):\n${fresh.output.split('\n').slice(-20).join('\n')}`)
     const installed = realpathSync(path.join(profile, 'node_modules', 'dsh-fold'))
     const peers = JSON.parse(readFileSync(path.join(installed, 'package.json'), 'utf8')).peerDependencies ?? {}
     const resolved = spawnSync(host.node22, ['-e', `const r = require('module').createRequire(${JSON.stringify(path.join(installed, 'package.json'))}); const out = {}; for (const p of ${JSON.stringify(Object.keys(peers))}) { try { out[p] = require(r.resolve(p + '/package.json')).version } catch (e) { out[p] = null } } console.log(JSON.stringify(out))`], { env: s.env, encoding: 'utf8' })
@@ -248,7 +253,7 @@ export function profileCheck(pub, host, signal) {
     const dsh = Object.entries(versions).filter(([p]) => /^@deepseek-ai\/dsh-/.test(p))
     check(dsh.length > 0 && dsh.every(([, v]) => v === '0.1.0-rc.8'), `the profile's dsh-fold resolves DSH packages other than 0.1.0-rc.8: ${JSON.stringify(versions)}`)
     return {
-      summary: `dsh plugin add ${add.seconds.toFixed(1)} s, doctor ${doctor.output.match(/(\d+ of \d+) checks pass/)?.[1]}, try ${tried.seconds.toFixed(1)} s`,
+      summary: `dsh plugin add ${add.seconds.toFixed(1)} s, doctor ${doctor.output.match(/(\d+ of \d+) checks pass/)?.[1]}, try ${tried.seconds.toFixed(1)} s, try in a temporary home ${fresh.seconds.toFixed(1)} s`,
       notes: [onlyPublishedBinary(s.home, 'linux-x64-gnu', pub), `the DSH packages dsh-fold imports resolve, from the profile, to the host's: ${Object.entries(versions).map(([p, v]) => `${p}@${v}`).join(', ')}`, 'no warning from pnpm or dsh'],
     }
   })
