@@ -110,13 +110,13 @@ describe('dsh-fold try on a real installed host', { skip: SKIP }, () => {
     // The order of what the model did, as the log recorded it.
     const order = [
       /→ checkpoint \{"objective":"find why node src\/main\.js greets the wrong person"\}/,
-      /← checkpoint: \{"id":1,"logLength":\d+\}/,
+      /← checkpoint: Checkpoint 1 set; call `rewind` when the investigation is done\./,
       /→ bash \$ ls -R/,
       /→ read \{"file_path":"src\/main\.js"\}\n {2}→ grep \{"pattern":"name","path":"src"\}/,
       /← bash: Hello, Adda!/,
       /→ rewind \{\}/,
-      /⤷ fold of mark 1: \d+ surface nodes \(seq \d+\.\.\d+\) replaced by a \d+-char report; the model reads from now on:\n {4}│ ## Findings/,
-      /← rewind: Folded \d+ surface nodes \(seq \d+\.\.\d+, \d+ chars\) into an extractive report \(\d+ chars\)\./,
+      /⤷ fold of mark 1: \d+ surface nodes \(seq \d+\.\.\d+\) replaced by a \d+-char report; the model reads from now on:\n {4}│ \[Checkpoint 1 — find why node src\/main\.js greets the wrong person\] A report extracted from that investigation's steps;[^\n]*\n {4}│\s*\n {4}│ ## Findings/,
+      /← rewind: Checkpoint 1 folded: the \d+ messages of its investigation \(\d+ chars\) are replaced by a report extracted from them, above \(\d+ chars\)\./,
       /→ recall \{"fold":"latest","query":"displayName","around":0\}/,
       /← recall: \d+ lines: \d+ lines? in fold 1 match displayName:/,
       /answer: node src\/main\.js prints "Hello, Adda!" instead of "Hello, Ada!"\./,
@@ -148,7 +148,7 @@ describe('dsh-fold try on a real installed host', { skip: SKIP }, () => {
     assert.equal(j.folds[0].kind, 'fold')
     assert.equal(j.folds[0].markId, 1)
     assert.ok(j.folds[0].replaced >= 5, JSON.stringify(j.folds))
-    assert.equal(j.folds[0].reportFirstLine, '## Findings')
+    assert.match(j.folds[0].reportFirstLine, /^\[Checkpoint 1 — find why node src\/main\.js greets the wrong person\] A report extracted/)
     assert.match(j.answer, /Fix: in src\/config\.js/)
     assert.match(r.stderr, /⤷ fold of mark 1/, 'the transcript goes to stderr under --json')
   })

@@ -50,11 +50,12 @@ import { findTarget } from './targets.mjs'
 export const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 
 /**
- * The root tarball's size budget, in bytes: 340 KiB. Set at 300 KiB against 285,763 bytes
- * (round 4); raised in issue 29 when main reached 306,360 (compaction's command) and the release
- * page and doctor's registry check brought it to 316,494 — every docs/*.md ships, in both
- * languages. A file that should not ship (a fixture, a corpus, a build output) shows up here
- * before a user downloads it; growth that is meant raises it, in the same commit.
+ * The root tarball's size budget, in bytes: 300 KiB, against 285,763 bytes when it was set
+ * (round 4); 340 KiB since every text the model reads got its Chinese twin and its own module
+ * (issue 32: about 28,000 bytes more, 334,000 in all); 344,125 with the release page
+ * (docs/releasing.md, en and zh: every docs/*.md ships) and doctor's registry check (issue 29).
+ * A file that should not ship (a fixture, a corpus, a build output) shows up here before a user
+ * downloads it; growth that is meant raises it, in the same commit.
  */
 export const ROOT_TARBALL_BUDGET = 340 * 1024
 

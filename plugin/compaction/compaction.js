@@ -40,9 +40,11 @@ import { openTurn } from './lock.js'
 import { callBlockIds } from '../block/surface.js'
 import { liveCompaction, mirrorOf, mountMirror, trackBlockTool, useMeter } from '../shared/mirror.js'
 import { compactionOverlay } from './overlay.js'
+import { openMark } from '../fold/open-mark.js'
 import { warmReportFacts } from './report-facts.js'
 import { OWN_MARKER } from './source.js'
 import { composeSummary, llmSummary, routeOf } from './summary.js'
+import { languageOf } from '../shared/language.js'
 
 export { Config }
 
@@ -153,8 +155,9 @@ export default class FoldCompactionEngine extends CompactionEngine {
     const checkpoint = this.ctx.get?.('checkpoint')
     if (typeof checkpoint?.latestMark !== 'function') return []
     try {
-      const mark = await checkpoint.latestMark(session.id)
-      return mark && (mark.foldedAt === null || mark.foldedAt === undefined) && Number.isInteger(mark.logLength) ? [mark.logLength] : []
+      // Open until its fold is in the log, whatever the store says (../fold/open-mark.js).
+      const mark = await openMark(checkpoint, session, this.ctx.logger)
+      return mark && Number.isInteger(mark.logLength) ? [mark.logLength] : []
     } catch {
       // An unreadable checkpoint store: plan as if no mark were active (the rewind reports the store's error).
       return []
@@ -429,7 +432,8 @@ export default class FoldCompactionEngine extends CompactionEngine {
    * @param {{compactionId: string, signal?: AbortSignal, policy: any, seqs: number[]}} options
    */
   async _summarize(agent, plan, { compactionId, signal, policy, seqs }) {
-    const language = this.config.language
+    // The row's language, else the rewind row's reportLanguage (rows mount in any order).
+    const language = languageOf(this.ctx, this.config.language)
     // In block mode recall is reachable only from a program: the hint spells the call so.
     const program = this.ctx.get?.('tools')?.get?.(this.config.blockToolName) ? this.config.blockToolName : undefined
     if (this.config.summarizer === 'llm') {
