@@ -88,6 +88,10 @@ export interface CompactionParams {
   maxSummaryTokens: number
   /** A user message longer than this many chars is cut (head and tail kept). */
   pasteChars: number
+  /** The train of thought's latest words at most, in chars (absent or 0: none). */
+  intentChars?: number
+  /** The train of thought's names in play at most, in chars (absent or 0: none). */
+  namesChars?: number
 }
 
 /**
@@ -272,6 +276,8 @@ export interface CompactionPlan {
   splits: CompactionSplits
   /** Items reduced to pointers to fit the budget. */
   degraded: number
+  /** The train of thought's room, in chars (0: a part left out). */
+  thought: CompactionThought
 }
 
 /** What the cut splits. */
@@ -282,6 +288,16 @@ export interface CompactionSplits {
   openBlock: boolean
   /** Inside a closed block's span. */
   closedBlock: boolean
+}
+
+/** The room each part of the train of thought got (`trainOfThoughtOf`'s budgets). */
+export interface CompactionThought {
+  /** The model's latest words. */
+  intentChars: number
+  /** The names in play. */
+  namesChars: number
+  /** The open state of the work. */
+  stateChars: number
 }
 
 /**
@@ -597,6 +613,25 @@ export interface SummaryUsage {
   reasoningTokens?: number
 }
 
+/**
+ * Options of `trainOfThoughtOf`: each part's room (a compaction plan's `thought`), the
+ * checkpoint's other text and the recall tool's name.
+ */
+export interface ThoughtOptions {
+  /** @default 'en' */
+  language?: 'en' | 'zh'
+  /** The latest words' room, in UTF-16 units. */
+  intentChars: number
+  /** The names line's room. */
+  namesChars: number
+  /** The open state's room. */
+  stateChars: number
+  /** The checkpoint's other text: a name it holds is not listed again. */
+  written?: string
+  /** The recall tool's name, when the model can call it (the names line says it finds each). */
+  recall?: string
+}
+
 /** Token prices of a fold, from the host's token meter (DSH's `ctx.tokenMeter`). */
 export interface TokenPrices {
   /** The folded region's nodes, as the meter prices them. */
@@ -604,3 +639,11 @@ export interface TokenPrices {
   /** The replacement message carrying the report. */
   report: number
 }
+
+/**
+ * The train of thought of a compaction's range (`fold_core::report::thought`): the model's
+ * latest words, the names in play and the open state of the work, from the range's messages'
+ * `ReportFacts` (in order, with their event seqs) and the kept tail's (a name the model wrote
+ * there is not listed). Empty when there is nothing to say.
+ */
+export declare function trainOfThoughtOf(facts: ReportFacts[], seqs: Uint32Array, tail: ReportFacts[], options: ThoughtOptions): string

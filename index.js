@@ -863,3 +863,4 @@ module.exports.recallSearch = nativeBinding.recallSearch
 module.exports.reportFacts = nativeBinding.reportFacts
 module.exports.rewind = nativeBinding.rewind
 module.exports.selectRegion = nativeBinding.selectRegion
+module.exports.trainOfThoughtOf = nativeBinding.trainOfThoughtOf

@@ -81,6 +81,7 @@ describe('no panic crosses the Node-API boundary', () => {
     foldInProgress: `fold.foldInProgress('s')`,
     reportFacts: `fold.reportFacts('{"role":"user","content":[]}')`,
     extractiveReportOf: `fold.extractiveReportOf([])`,
+    trainOfThoughtOf: `fold.trainOfThoughtOf([], new Uint32Array(0), [], { intentChars: 100, namesChars: 100, stateChars: 100 })`,
     'SessionMirror.push': `new fold.SessionMirror().push(new Uint32Array(0))`,
     'SessionMirror.load': `new fold.SessionMirror().load(new Uint32Array([3, 0, 0, 0, 0]))`,
     'SessionMirror.loadLog': `new fold.SessionMirror().loadLog(0xffffffff, new Uint32Array(0))`,

@@ -16,7 +16,7 @@
  */
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
-import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { readFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { describe, it } from 'node:test'
@@ -24,7 +24,6 @@ import { describe, it } from 'node:test'
 import { ROOT_TARBALL_BUDGET, npmPack, rootFiles, rootProblems, stageRoot, userManifest } from '../scripts/pack.mjs'
 import { ReleaseError, npmrcFor, releaseVersion, sourceRepository } from '../scripts/release.mjs'
 import { TARGETS } from '../scripts/targets.mjs'
-import { packInstalledCopy } from '../bin/try.mjs'
 
 const ROOT = path.resolve(import.meta.dirname, '..')
 const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'))
@@ -71,34 +70,6 @@ describe('the published package is the user\'s package', () => {
     for (const [name, range] of Object.entries(pkg.peerDependencies)) {
       if (!/^@deepseek-ai\/dsh-/.test(name)) continue
       assert.equal(range, pkg.devDependencies[name], `${name}: the peer range is the pin tested against`)
-    }
-  })
-})
-
-describe('an installed copy packs whole (dsh-fold try from a profile)', () => {
-  it('a pnpm-installed copy, whose identical files are one linked file, repacks into a tarball npm installs with every file', () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'dsh-fold-release-test-'))
-    try {
-      const installed = stageRoot(path.join(dir, 'installed')).dir
-      // As pnpm lays a package out from its content-addressed store: identical files, one inode.
-      rmSync(path.join(installed, 'plugin', 'package.json'))
-      linkSync(path.join(installed, 'client', 'package.json'), path.join(installed, 'plugin', 'package.json'))
-      const out = path.join(dir, 'out')
-      mkdirSync(out)
-      const tarball = packInstalledCopy(installed, out)
-      const project = path.join(dir, 'project')
-      mkdirSync(project)
-      writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'project', private: true }))
-      const r = spawnSync('npm', ['install', '--ignore-scripts', '--no-audit', '--no-fund', '--omit=optional', '--legacy-peer-deps', tarball], { cwd: project, encoding: 'utf8' })
-      assert.equal(r.status, 0, r.stderr)
-      const got = path.join(project, 'node_modules', 'dsh-fold')
-      assert.deepEqual(JSON.parse(readFileSync(path.join(got, 'plugin', 'package.json'), 'utf8')), { type: 'module' }, 'plugin/ loads as ES modules')
-      const files = (/** @type {string} */ d) => readdirSync(d, { recursive: true }).map(String).filter((f) => !f.startsWith('node_modules')).sort()
-      assert.deepEqual(files(got), files(installed))
-      assert.deepEqual(readdirSync(out), [path.basename(tarball)], 'only the tarball is written there')
-      assert.ok(existsSync(tarball))
-    } finally {
-      rmSync(dir, { recursive: true, force: true })
     }
   })
 })

@@ -592,6 +592,16 @@ function compactionTables(C) {
     const x = (/** @type {any} */ s) => s.median?.toFixed(2) ?? '—'
     L.push(`| ${r.tokens / 1000}k tokens | ${r.window / 1000}k | ${r.backend === 'fold' ? 'dsh-fold' : 'basic'} | ${x(r.ms)} | ${x(r.split.own)} | ${x(r.split.append)} | ${x(r.split.meter)} | ${x(r.split.modelInfo)} | ${r.warmMs ? `${x(r.warmMs)} [${r.warmMs.p90.toFixed(2)}]` : '—'} |`)
   }
+  const train = C.runs.filter((/** @type {any} */ r) => r.train)
+  if (train.length) {
+    L.push('', 'The train of thought (dsh-fold; `__test__/oracles/train-of-thought.mjs`, with the model\'s recorded next steps as the oracle): its latest text before the cut carried; the names it wrote in the range and writes again within its next 6 messages, in the context after the compaction, and of those the kept tail does not show, in the checkpoint; the checkpoint\'s own part over the range\'s new work (median over ranges of work), and the whole checkpoint over the whole range (median).', '')
+    L.push('| session | window | compactions | latest text carried | names present | beyond the tail | own part / new work p50 | checkpoint / range p50 |')
+    L.push('|---|---|---|---|---|---|---|---|')
+    for (const r of train) {
+      const t = r.train
+      L.push(`| ${r.tokens / 1000}k tokens | ${r.window / 1000}k | ${t.compactions} | ${t.intent.carried} / ${t.intent.total} | ${t.names.present} / ${t.names.total} | ${t.beyondTail.present} / ${t.beyondTail.total} | ${pct(t.ownRatio, 1)} | ${pct(t.ratio, 1)} |`)
+    }
+  }
   return L
 }
 

@@ -50,7 +50,7 @@ const COMMANDS = {
     args: [0, 0, ''],
   },
   try: {
-    usage: `Usage: dsh-fold try [--profile NAME] [--dsh-home DIR] [--patch FILE] [--cwd DIR] [--keep] [--json] "TASK"
+    usage: `Usage: dsh-fold try [--profile NAME] [--dsh-home DIR] [--patch FILE] [--cwd DIR] [--compaction] [--keep] [--json] "TASK"
   Boot a real DSH host headless with dsh-fold's rows and run one task, printing what the
   model did and each fold. The host is the one you installed (found from \`dsh\` on PATH or
   $DSH_HOME/profiles), else the pinned @deepseek-ai/dsh 0.1.0-rc.8, installed with Node 22
@@ -59,9 +59,12 @@ const COMMANDS = {
   without one a scripted model shows checkpoint -> explore -> rewind -> recall on a small
   workspace it writes (TASK is then optional). Without --profile/--dsh-home nothing outside a
   temporary DSH home is touched; with them, that profile (dsh-fold installed in it) is used.
-  --patch adds a patch overlay (e.g. block mode's row, with DSH_TOOLS_MODE=both); --keep
-  leaves the temporary DSH home and workspace in place; --json prints the run as JSON.`,
-    options: ['--profile', '--dsh-home', '--patch', '--cwd', '--keep', '--json'],
+  --patch adds a patch overlay (e.g. block mode's row, with DSH_TOOLS_MODE=both);
+  --compaction swaps in dsh-fold/compaction for the run, at a small context window, and the
+  scripted model first surveys run logs long enough to compact (each compaction is printed
+  like a fold); --keep leaves the temporary DSH home and workspace in place; --json prints the
+  run as JSON.`,
+    options: ['--profile', '--dsh-home', '--patch', '--cwd', '--compaction', '--keep', '--json'],
     args: [0, 1, 'TASK'],
   },
   doctor: {
@@ -138,7 +141,7 @@ ${EXITS}`
 
 /** Options that take a value; every other option is a flag. */
 const VALUED = new Set(['--store', '--session', '--anchor', '--lang', '--dsh-home', '--host', '--profile', '--save', '--html', '--svg', '--hit-price', '--miss-price', '--output-price', '--currency', '--patch', '--cwd'])
-const FLAGS = new Set(['--json', '--force', '--keep'])
+const FLAGS = new Set(['--json', '--force', '--keep', '--compaction'])
 
 /** The largest anchor the engine takes (a u32 log length; 0xFFFF_FFFF is its "none"). */
 const MAX_ANCHOR = 0xffff_fffe

@@ -78,7 +78,7 @@ const e2e = !process.env.DSH_FOLD_SKIP_E2E
 const targets = !process.env.DSH_FOLD_SKIP_TARGETS
 /** What this run will fetch and install, said before it starts. */
 const plan = [
-  `npm test${fast ? ' --fast' : ''}: cargo fmt and clippy, the core's cargo tests, the release build and a test build with fault injection, the benches' smoke run${targets ? ', the linux-arm64-gnu cross build run under qemu' : ''}${!fast && e2e ? ', the release rehearsal on a local verdaccio' : ''}${fast ? '' : ', the block-mode suite on Node 22'}, then every node --test suite${e2e ? '' : ' (those that boot a DSH host or a browser skip: DSH_FOLD_SKIP_E2E is set)'}.`,
+  `npm test${fast ? ' --fast' : ''}: ${!fast || lintersInstalled() ? 'actionlint and zizmor over the workflows, ' : ''}cargo fmt and clippy, the core's cargo tests, the release build and a test build with fault injection, the benches' smoke run${targets ? ', the linux-arm64-gnu cross build run under qemu' : ''}${!fast && e2e ? ', the release rehearsal on a local verdaccio' : ''}${fast ? '' : ', the block-mode suite on Node 22'}, then every node --test suite${e2e ? '' : ' (those that boot a DSH host or a browser skip: DSH_FOLD_SKIP_E2E is set)'}.`,
 ]
 if (fast) plan.push('It downloads nothing beyond what npm install fetched.')
 else {

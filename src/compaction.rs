@@ -78,6 +78,19 @@ pub struct CompactionPlan {
     pub splits: CompactionSplits,
     /// Items reduced to pointers to fit the budget.
     pub degraded: u32,
+    /// The train of thought's room, in chars (0: a part left out).
+    pub thought: CompactionThought,
+}
+
+/// The room each part of the train of thought got (`trainOfThoughtOf`'s budgets).
+#[napi(object)]
+pub struct CompactionThought {
+    /// The model's latest words.
+    pub intent_chars: u32,
+    /// The names in play.
+    pub names_chars: u32,
+    /// The open state of the work.
+    pub state_chars: u32,
 }
 
 /// Reads one numeric property of the params object.
@@ -90,7 +103,7 @@ fn number(obj: &Object<'_>, key: &str, max: f64) -> napi::Result<CoreResult<u64>
 fn params(v: &Unknown<'_>) -> napi::Result<CoreResult<Params>> {
     if v.get_type()? != ValueType::Object {
         return Ok(Err(FoldError::invalid(format!(
-            "params must be an object {{trigger, totalTokens, thresholdTokens, retainTokens, maxSummaryTokens, pasteChars}}, got {}",
+            "params must be an object {{trigger, totalTokens, thresholdTokens, retainTokens, maxSummaryTokens, pasteChars, intentChars?, namesChars?}}, got {}",
             describe(v)?
         ))));
     }
@@ -123,6 +136,19 @@ fn params(v: &Unknown<'_>) -> napi::Result<CoreResult<Params>> {
         }
     }
     let [total_tokens, threshold_tokens, retain_tokens, max_summary_tokens, paste_chars] = out;
+    // The train of thought's caps: absent, none of it.
+    let mut thought = [0u32; 2];
+    for (slot, key) in thought.iter_mut().zip(["intentChars", "namesChars"]) {
+        let v: Unknown = obj.get_named_property(key)?;
+        if matches!(v.get_type()?, ValueType::Undefined | ValueType::Null) {
+            continue;
+        }
+        match convert::integer(&v, &format!("params.{key}"), f64::from(u32::MAX))? {
+            Ok(n) => *slot = n as u32,
+            Err(e) => return Ok(Err(e)),
+        }
+    }
+    let [intent_chars, names_chars] = thought;
     Ok(Ok(Params {
         trigger,
         total_tokens,
@@ -130,6 +156,8 @@ fn params(v: &Unknown<'_>) -> napi::Result<CoreResult<Params>> {
         retain_tokens,
         max_summary_tokens,
         paste_chars: paste_chars as u32,
+        intent_chars,
+        names_chars,
     }))
 }
 
@@ -339,6 +367,11 @@ fn to_js(plan: compaction::Plan) -> CompactionPlan {
             closed_block: plan.splits.closed_block,
         },
         degraded: plan.degraded,
+        thought: CompactionThought {
+            intent_chars: plan.thought.intent_chars,
+            names_chars: plan.thought.names_chars,
+            state_chars: plan.thought.state_chars,
+        },
         seqs: Uint32Array::new(plan.seqs),
     }
 }

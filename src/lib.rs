@@ -38,11 +38,15 @@ use napi_derive::napi;
 pub use crate::blocks::{plan_block_summary, BlockCommitPlan, MAX_BLOCK_ID_LENGTH, MAX_BLOCK_TARGETS};
 pub use crate::compaction::{
     fold_in_progress, plan_compaction, plan_compaction_range, CompactionItem, CompactionPlan, CompactionSplits,
+    CompactionThought,
 };
 use crate::convert::{arg_or_throw, throw};
 pub use crate::mirror::{MirrorReplacement, NodesPrice, ReportOf, SessionMirror};
 pub use crate::recall::{recall_search, RecallSearch};
-pub use crate::report::{extractive_report, extractive_report_of, report_facts, ReportFacts, ReportOptions};
+pub use crate::report::{
+    extractive_report, extractive_report_of, report_facts, train_of_thought_of, ReportFacts, ReportOptions,
+    ThoughtOptions,
+};
 pub use crate::rewind::rewind;
 pub use crate::store::{
     compact_store, complete_fold, find_mark, has_active, has_active_sync, latest_mark, list_marks, mark, open_store,

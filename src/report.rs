@@ -9,7 +9,7 @@
 //! skeleton fits. All rules live in `fold_core::report`; it runs at about 50 MB/s of CPU time
 //! (bench figure 6), so even a large region costs milliseconds and needs no worker thread.
 
-use fold_core::report::{self, Language, MessageFacts, ReportOptions as CoreOptions};
+use fold_core::report::{self, Language, MessageFacts, ReportOptions as CoreOptions, ThoughtOptions as CoreThought};
 use fold_core::FoldError;
 use napi::bindgen_prelude::*;
 use napi::{Env, ValueType};
@@ -162,4 +162,64 @@ fn report_facts_list<'e>(env: &Env, v: &Unknown<'e>) -> napi::Result<CoreResult<
         out.push(cast::<ClassInstance<ReportFacts>>(&item)?);
     }
     Ok(Ok(out))
+}
+
+/// Options of `trainOfThoughtOf`: each part's room (a compaction plan's `thought`), the
+/// checkpoint's other text and the recall tool's name.
+#[napi(object)]
+pub struct ThoughtOptions {
+    /// @default 'en'
+    #[napi(ts_type = "'en' | 'zh'")]
+    pub language: Option<String>,
+    /// The latest words' room, in UTF-16 units.
+    pub intent_chars: u32,
+    /// The names line's room.
+    pub names_chars: u32,
+    /// The open state's room.
+    pub state_chars: u32,
+    /// The checkpoint's other text: a name it holds is not listed again.
+    pub written: Option<String>,
+    /// The recall tool's name, when the model can call it (the names line says it finds each).
+    pub recall: Option<String>,
+}
+
+/// The train of thought of a compaction's range (`fold_core::report::thought`): the model's
+/// latest words, the names in play and the open state of the work, from the range's messages'
+/// `ReportFacts` (in order, with their event seqs) and the kept tail's (a name the model wrote
+/// there is not listed). Empty when there is nothing to say.
+#[napi(ts_args_type = "facts: ReportFacts[], seqs: Uint32Array, tail: ReportFacts[], options: ThoughtOptions")]
+pub fn train_of_thought_of(
+    env: &Env,
+    facts: Unknown<'_>,
+    seqs: Uint32Array,
+    tail: Unknown<'_>,
+    options: ThoughtOptions,
+) -> Result<String> {
+    crate::guard::throwing(env, "trainOfThoughtOf", || {
+        let handles = convert::arg_or_throw!(env, report_facts_list(env, &facts));
+        let tail = convert::arg_or_throw!(env, report_facts_list(env, &tail));
+        if seqs.len() != handles.len() {
+            let e = FoldError::invalid(format!(
+                "seqs holds {} seqs for {} facts (one each)",
+                seqs.len(),
+                handles.len()
+            ));
+            return Err(throw(env, &e));
+        }
+        let language = match options.language.as_deref() {
+            None => Language::En,
+            Some(s) => Language::parse(s).map_err(|e| throw(env, &e))?,
+        };
+        let range: Vec<(u32, &MessageFacts)> = seqs.iter().copied().zip(handles.iter().map(|h| &h.facts)).collect();
+        let tail: Vec<&MessageFacts> = tail.iter().map(|h| &h.facts).collect();
+        let core = CoreThought {
+            language,
+            intent_chars: options.intent_chars as usize,
+            names_chars: options.names_chars as usize,
+            state_chars: options.state_chars as usize,
+            written: options.written.as_deref().unwrap_or(""),
+            recall: options.recall.as_deref(),
+        };
+        Ok(report::train_of_thought(&range, &tail, &core))
+    })
 }

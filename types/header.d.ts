@@ -88,6 +88,10 @@ export interface CompactionParams {
   maxSummaryTokens: number
   /** A user message longer than this many chars is cut (head and tail kept). */
   pasteChars: number
+  /** The train of thought's latest words at most, in chars (absent or 0: none). */
+  intentChars?: number
+  /** The train of thought's names in play at most, in chars (absent or 0: none). */
+  namesChars?: number
 }
 
 /**

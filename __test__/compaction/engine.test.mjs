@@ -235,6 +235,8 @@ describe('compactRegion and configuration', () => {
       [{ summarizer: 'gpt' }, /summarizer/],
       [{ summarizationProvider: 'x' }, /set together/],
       [{ modelPolicies: [{ provider: 'a', model: 'b' }, { provider: 'a', model: 'b' }] }, /duplicate model policy/],
+      [{ intentChars: -1 }, /intentChars \(-1\) must be an integer >= 0/],
+      [{ namesChars: 12.5 }, /namesChars \(12\.5\) must be an integer >= 0/],
     ])) {
       const { resolveConfig } = await import('../../plugin/compaction/config.js')
       assert.throws(() => resolveConfig(config), (e) => e.code === 'INVALID_CONFIG' && pattern.test(e.message), JSON.stringify(config))

@@ -33,6 +33,14 @@ describe('carriedText', () => {
     assert.equal(zhThenEn, carriedText(checkpoint(BODY), 'en'))
   })
 
+  it('leaves out the earlier checkpoint\'s train of thought: the later one writes its own', () => {
+    for (const [language, heading] of /** @type {const} */ ([['en', '### Where you left off'], ['zh', '### 你停下的地方']])) {
+      const withThought = checkpoint(`${BODY}\n\n${heading}\nYour latest words (seq 119):\n### Reminders\n- a heading inside the model's own text\nNames in play: \`parse_header\``)
+      assert.equal(carriedText(withThought, language), carriedText(checkpoint(BODY), language), language)
+      assert.doesNotMatch(carriedText(withThought, language), /Reminders|parse_header|Where you left off|你停下的地方/)
+    }
+  })
+
   it('keeps the user\'s words and the reports, and reduces condensed work to its heading and a note', () => {
     const once = carriedText(checkpoint(BODY))
     assert.match(once, /### User message \(seq 4\)\nFix the checksum in src\/p\.rs\./)

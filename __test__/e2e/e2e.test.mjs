@@ -259,8 +259,8 @@ describe('dsh-fold end to end: packed tarballs in a real headless DSH host', { s
         (/** @type {any} */ body) => {
           const last = body.messages.at(-1)
           assert.equal(last.role, 'user', shape(body.messages))
-          assert.match(text(last), /checkpoint 1 is still active: look around/)
-          assert.match(text(last), /call `rewind` now/)
+          assert.match(text(last), /^\[Checkpoint 1 is still open: look around\]/)
+          assert.match(text(last), /call `rewind` now; if you already gave your answer, call `rewind` and then end your turn without repeating it/)
           return { toolCalls: [{ id: 'call_rewind', name: 'rewind', arguments: {} }] }
         },
         { content: 'Stopped after folding.' },
@@ -275,12 +275,15 @@ describe('dsh-fold end to end: packed tarballs in a real headless DSH host', { s
     const warned = r.agentRequests[3].messages
     assert.equal(warned.at(-2).role, 'assistant')
     assert.equal(text(warned.at(-2)), 'I looked around.')
-    // The fold covers everything from the mark up to the rewind call: the exploration, the
-    // text-only answer and the warning itself are replaced by the report.
+    // The fold replaces the exploration with the report; the text-only answer and the warning
+    // after it stay (an answer is never folded away), so the model still sees that it answered.
     const last = r.agentRequests[4].messages
     assert.deepEqual(callNames(last), ['checkpoint', 'rewind'], shape(last))
-    assert.ok(!last.some((m) => /is still active|I looked around\.|looked-around-marker\n/.test(text(m))), shape(last))
-    assert.ok(last.some((m) => m.role === 'user' && /The looked-around-marker was printed/.test(text(m))), shape(last))
+    assert.ok(!last.some((m) => /looked-around-marker\n/.test(text(m)) && m.role === 'tool'), shape(last))
+    const report = last.findIndex((m) => m.role === 'user' && /The looked-around-marker was printed/.test(text(m)))
+    assert.ok(report >= 0, shape(last))
+    assert.equal(text(last[report + 1]), 'I looked around.', shape(last))
+    assert.match(text(last[report + 2]), /^\[Checkpoint 1 is still open: look around\]/, shape(last))
     const [mark] = marksOf(r.dshHome)
     assert.equal(typeof mark.foldedAt, 'number')
     // One turn: the guard's warning did not start a new one.

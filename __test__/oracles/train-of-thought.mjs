@@ -25,6 +25,9 @@
  *   on either side).
  * - The context: the checkpoint's text and the model-visible text of the kept tail (texts, call
  *   arguments as written, tool outputs).
+ * - **Size**: the checkpoint's own part (`ownChars`: what no earlier checkpoint in the range
+ *   already held) over the range's new part (its price less the earlier checkpoints'), and the
+ *   whole checkpoint over the whole range.
  */
 
 /** A text at most this long is carried only whole. */
@@ -213,14 +216,16 @@ export function gradeCompaction({ range, carried, context, next, rangeTokens }, 
   return {
     intent: latest === undefined ? undefined : { text: latest, carried: intentCarried(latest, text) },
     names: { needed, missing: needed.filter((n) => !namePresent(n, text)), beyondTail, beyondTailMissing: beyondTail.filter((n) => !namePresent(n, checkpoint)) },
-    size: { checkpointTokens: estimate(context[0]), rangeTokens, ownTokens: Math.ceil(own / 4), newRangeTokens: rangeTokens - earlierTokens },
+    size: { work: range.some((m) => m?.role === 'assistant'), checkpointTokens: estimate(context[0]), rangeTokens, ownTokens: Math.ceil(own / 4), newRangeTokens: rangeTokens - earlierTokens },
   }
 }
 
 /**
  * The figures over a session's compactions: latest intent carried, names in play present (and,
  * of those the tail does not hold, the checkpoint's share), the checkpoint over its range
- * (median) and its own part over the range's new part (median).
+ * (median) and its own part over the range's new part (median, over the compactions whose range
+ * holds new work of the model: one that took only an earlier checkpoint and a prompt has nothing
+ * to condense).
  * @param {ReturnType<typeof gradeCompaction>[]} graded
  */
 export function trainFigures(graded) {
@@ -236,6 +241,6 @@ export function trainFigures(graded) {
     names: { present: count((g) => g.names.needed.length - g.names.missing.length), total: count((g) => g.names.needed.length) },
     beyondTail: { present: count((g) => g.names.beyondTail.length - g.names.beyondTailMissing.length), total: count((g) => g.names.beyondTail.length) },
     ratio: median(graded.map((g) => g.size.checkpointTokens / g.size.rangeTokens)),
-    ownRatio: median(graded.filter((g) => g.size.newRangeTokens > 0).map((g) => g.size.ownTokens / g.size.newRangeTokens)),
+    ownRatio: median(graded.filter((g) => g.size.work && g.size.newRangeTokens > 0).map((g) => g.size.ownTokens / g.size.newRangeTokens)),
   }
 }

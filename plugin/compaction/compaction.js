@@ -181,6 +181,8 @@ export default class FoldCompactionEngine extends CompactionEngine {
       retainTokens: pressure.retainTokens ?? 0,
       maxSummaryTokens: summaryCap(this.config, pressure.contextWindow),
       pasteChars: this.config.pasteChars,
+      intentChars: this.config.intentChars,
+      namesChars: this.config.namesChars,
     }
     const plan = addon.planCompaction(mirrorOf(session).native, params, compactionOverlay(session, anchors))
     return { plan, measurement }
@@ -312,7 +314,7 @@ export default class FoldCompactionEngine extends CompactionEngine {
     const measurement = this.ctx.tokenMeter.measure(session)
     const plan = addon.planCompactionRange(
       mirrorOf(session).native,
-      { trigger: 'manual', totalTokens: measurement.totalTokens, thresholdTokens: 0, retainTokens: 0, maxSummaryTokens: summaryCap(this.config, contextWindow), pasteChars: this.config.pasteChars },
+      { trigger: 'manual', totalTokens: measurement.totalTokens, thresholdTokens: 0, retainTokens: 0, maxSummaryTokens: summaryCap(this.config, contextWindow), pasteChars: this.config.pasteChars, intentChars: this.config.intentChars, namesChars: this.config.namesChars },
       startPos,
       endPos + 1,
       compactionOverlay(session, anchors),
@@ -359,7 +361,7 @@ export default class FoldCompactionEngine extends CompactionEngine {
         ...compactCheckpointSource(compactionId, sourceCommandId),
         [OWN_MARKER]: { trigger, summarizer: written.summarizer, splits: plan.splits, degraded: plan.degraded, items: written.counts },
       }
-      const message = createUserMessage({ content: [{ type: 'text', text: written.text }], source })
+      const message = createUserMessage({ content: written.content, source })
       const summaryTokens = this.ctx.tokenMeter.estimateMessage(message)
       if (summaryTokens >= shadowedTokenCount) throw new SummaryError(`summary is not smaller than the shadowed content (${summaryTokens} estimated tokens >= ${shadowedTokenCount})`)
       stage = 'commit'

@@ -4,8 +4,8 @@
  * and defaults (`thresholdRatio`, `retainRatio` / `retainTokens`, `summarizationProvider` +
  * `summarizationModel`, `maxTokens`, `compactionRetries`, `maxOverflowRetries`,
  * `modelPolicies`, `auto`), so a row swapped for basic's keeps its config, plus this backend's
- * own (`summarizer`, `maxSummaryTokens`, `pasteChars`, `language`, `summaryTimeoutMs`,
- * `blockToolName`). Misconfiguration fails at load, naming the key; a retention budget that is
+ * own (`summarizer`, `maxSummaryTokens`, `pasteChars`, `intentChars`, `namesChars`, `language`,
+ * `summaryTimeoutMs`, `blockToolName`). Misconfiguration fails at load, naming the key; a retention budget that is
  * only checkable against a model's capacity fails when that capacity is first known.
  */
 import Schema from '@deepseek-ai/schemastery'
@@ -13,7 +13,7 @@ import Schema from '@deepseek-ai/schemastery'
 const POLICY_KEYS = ['thresholdRatio', 'retainRatio', 'retainTokens', 'summarizationProvider', 'summarizationModel', 'maxTokens', 'compactionRetries', 'maxOverflowRetries']
 /** compaction-basic's own config keys, which keep their meaning here: a swapped row carries them over. */
 export const BASIC_KEYS = Object.freeze([...POLICY_KEYS, 'modelPolicies', 'auto'])
-const OWN_KEYS = ['summarizer', 'maxSummaryTokens', 'summaryRatio', 'pasteChars', 'language', 'summaryTimeoutMs', 'blockToolName']
+const OWN_KEYS = ['summarizer', 'maxSummaryTokens', 'summaryRatio', 'pasteChars', 'intentChars', 'namesChars', 'language', 'summaryTimeoutMs', 'blockToolName']
 const CONFIG_KEYS = new Set([...POLICY_KEYS, 'modelPolicies', 'auto', ...OWN_KEYS])
 const MODEL_POLICY_KEYS = new Set(['provider', 'model', ...POLICY_KEYS])
 
@@ -38,6 +38,8 @@ export const Config = Schema.object({
   maxSummaryTokens: Schema.natural().min(256).description('Most tokens a summary may take (default: summaryRatio of the context window, at least 8192).'),
   summaryRatio: Schema.number().description('Without maxSummaryTokens: the summary\'s cap as a fraction of the routed context window (default 0.15; never below 8192 tokens).'),
   pasteChars: Schema.natural().min(200).description('A user message longer than this many chars is cut to its head and tail (default 4000).'),
+  intentChars: Schema.natural().description('The checkpoint carries the model\'s latest words before the cut, verbatim, up to this many chars (default 1000; 0: none).'),
+  namesChars: Schema.natural().description('The checkpoint lists the names in play (identifiers, paths, symbols the model wrote) in up to this many chars (default 400; 0: none).'),
   language: Schema.union(['en', 'zh']).description("Language of the checkpoint's frame and headings (default: the rewind row's reportLanguage, else en)."),
   summaryTimeoutMs: Schema.natural().min(1).description('With summarizer llm: the call\'s time limit (default 180000).'),
   blockToolName: Schema.string().description('Block mode\'s tool, whose ids mark blocks (default block_run_code).'),
@@ -57,7 +59,7 @@ export const Config = Schema.object({
 
 /**
  * @typedef {Policy & {modelPolicies: (Partial<Policy> & {provider: string, model: string})[], auto: boolean,
- *   summarizer: 'extractive' | 'llm', maxSummaryTokens?: number, summaryRatio: number, pasteChars: number, language?: 'en' | 'zh',
+ *   summarizer: 'extractive' | 'llm', maxSummaryTokens?: number, summaryRatio: number, pasteChars: number, intentChars: number, namesChars: number, language?: 'en' | 'zh',
  *   summaryTimeoutMs: number, blockToolName: string}} ResolvedConfig
  */
 
@@ -110,6 +112,8 @@ export function resolveConfig(config = {}) {
   integer('maxSummaryTokens', config.maxSummaryTokens, 256)
   ratio('summaryRatio', config.summaryRatio)
   integer('pasteChars', config.pasteChars, 200)
+  integer('intentChars', config.intentChars, 0)
+  integer('namesChars', config.namesChars, 0)
   integer('summaryTimeoutMs', config.summaryTimeoutMs, 1)
   if (config.blockToolName !== undefined && (typeof config.blockToolName !== 'string' || !config.blockToolName)) fail('blockToolName must be a non-empty string')
   const thresholdRatio = config.thresholdRatio ?? 0.8
@@ -145,6 +149,8 @@ export function resolveConfig(config = {}) {
     ...(config.maxSummaryTokens === undefined ? {} : { maxSummaryTokens: config.maxSummaryTokens }),
     summaryRatio: config.summaryRatio ?? 0.15,
     pasteChars: config.pasteChars ?? 4000,
+    intentChars: config.intentChars ?? 1000,
+    namesChars: config.namesChars ?? 400,
     ...(config.language === undefined ? {} : { language: config.language }),
     summaryTimeoutMs: config.summaryTimeoutMs ?? 180_000,
     blockToolName: config.blockToolName ?? 'block_run_code',

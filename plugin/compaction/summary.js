@@ -5,8 +5,14 @@
  * word (a long paste cut to its head and tail, the middle left to recall), a rewind report, a
  * block summary or an earlier compaction summary as written, a run of tool work as the addon's
  * extractive report within the plan's budget, or a one-line pointer where the plan ran out of
- * room — inside DSH's checkpoint framing (`<compacted-summary>`, which DSH's client renders and
- * basic's summarizer recognises), ending with the recall hint when the recall row is mounted.
+ * room — then, for a range with tool work, the train of thought (`### Where you left off`: the
+ * model's latest words verbatim, the names in play, the open state of the work, written by the
+ * core from the report facts within the plan's `thought` room, rule 7) — inside DSH's checkpoint
+ * framing (`<compacted-summary>`, which DSH's client renders and basic's summarizer recognises),
+ * ending with the recall hint when the recall row is mounted. A later checkpoint carries an
+ * earlier one's items, not its train of thought (it writes its own). When the plan left any of
+ * the user's words as pointers (a user message, or an earlier checkpoint of ours that carried
+ * them), the body opens with a note saying so and how small the checkpoint had to be.
  *
  * The `llm` summarizer: one `ctx.llm.stream` call, routed and framed as compaction-basic does it
  * (the conversation's own system prompt and tools, the range's messages, the instruction last,
@@ -19,6 +25,10 @@ import { addon } from '../shared/addon.js'
 import { eventLog, regionMessages } from '../shared/session.js'
 import { programCallee, recallHint, recallToolName, splitRecallHint } from '../recall/hint.js'
 import { reportFactsOf } from './report-facts.js'
+import { attachmentLine, isAttachment } from '../shared/attachments.js'
+
+/** DSH's token meter's density: the plan's budget is in chars. */
+const CHARS_PER_TOKEN = 4
 
 export const OPEN_TAG = '<compacted-summary>'
 export const CLOSE_TAG = '</compacted-summary>'
@@ -38,6 +48,9 @@ const TEXT = {
     tooSmall: (/** @type {number} */ steps, /** @type {string} */ how) => `${steps} messages of tool work, too long to condense in the space left${how}.`,
     how: (/** @type {string} */ call) => `; \`${call}\` returns it`,
     carried: (/** @type {string} */ what, /** @type {number} */ chars) => `${what}: ${chars} chars, carried by an earlier checkpoint and left out here for space.`,
+    thought: '### Where you left off',
+    lostWords: (/** @type {number} */ n, /** @type {number} */ tokens, /** @type {string | undefined} */ call) =>
+      `Note: at this context window this checkpoint may take about ${tokens} tokens, too few for all of the user's words: ${n === 1 ? 'one item that holds them is a one-line pointer' : `${n} items that hold them are one-line pointers`} below, the oldest first${call ? `; \`${call}\` returns them word for word` : ''}.`,
   },
   zh: {
     preamble:
@@ -53,6 +66,9 @@ const TEXT = {
     tooSmall: (/** @type {number} */ steps, /** @type {string} */ how) => `${steps} 条工具操作消息，剩余篇幅不足以压缩${how}。`,
     how: (/** @type {string} */ call) => `；\`${call}\` 可取回原文`,
     carried: (/** @type {string} */ what, /** @type {number} */ chars) => `${what}：${chars} 个字符，由更早的检查点带入，因篇幅在此省略。`,
+    thought: '### 你停下的地方',
+    lostWords: (/** @type {number} */ n, /** @type {number} */ tokens, /** @type {string | undefined} */ call) =>
+      `注意：在当前上下文窗口下，此检查点至多约 ${tokens} 个 token，放不下用户的全部原话：下文有 ${n} 项含有用户原话的条目只剩一行指引，从最早的开始${call ? `；\`${call}\` 可逐字取回` : ''}。`,
   },
 }
 
@@ -87,17 +103,29 @@ const CARRIED_NOTES = /(?: \(condensed earlier(?:; recall returns its lines)?\)|
 /** Headings of condensed tool work in our summaries (both languages, extractive and llm). */
 const WORK_HEADING = /^### (Tool work \(seq|工具操作（seq|The work in this span|此区间工作的总结)/
 
+/** The note that opens a checkpoint whose room was too small for all of the user's words. */
+const LOST_NOTE = /^(?:Note: at this context window|注意：在当前上下文窗口下)/
+
+/** The heading of a checkpoint's train of thought, the last part of its body (both languages). */
+const THOUGHT_HEADING = /\n### (?:Where you left off|你停下的地方)\n/
+
 /**
  * What a later compaction carries of one of our earlier checkpoints: its user messages, reports,
  * block summaries and earlier foreign checkpoints as written; of each condensed tool-work part
  * only its heading and a note that recall returns it (the work was condensed once; the next
- * checkpoint condenses only new work, so carried text does not grow with every pass).
+ * checkpoint condenses only new work, so carried text does not grow with every pass); not its
+ * train of thought (where the model was then: the later checkpoint says where it is now).
  * @param {string} text the checkpoint message's text
  * @param {'en' | 'zh'} [language]
  */
 export function carriedText(text, language = 'en') {
-  const body = checkpointBody(text)
+  const whole = checkpointBody(text)
+  // The train of thought is the checkpoint's own moment: a later one writes its own.
+  const at = `\n${whole}`.search(THOUGHT_HEADING)
+  const body = at < 0 ? whole : whole.slice(0, Math.max(0, at - 1)).trimEnd()
   const parts = body.split(/\n(?=### )/)
+  // A note that the user's words did not all fit was about that checkpoint's room, not this one's.
+  if (LOST_NOTE.test(parts[0])) parts.shift()
   return parts.map((part) => (WORK_HEADING.test(part) ? `${part.split('\n', 1)[0].replace(CARRIED_NOTES, '')}${CARRIED_NOTE[language]}` : part)).join('\n')
 }
 
@@ -132,9 +160,14 @@ export function trimmedCarried(text, language = 'en', maxChars = 0) {
  */
 export const carriedCore = (text, language = 'en') => trimmedCarried(text, language, 0)
 
+/** Where a block the checkpoint carries as itself (an image) stands while its text is composed. */
+const HELD = /\u0000held:(\d+)\u0000/g
+
 /**
  * @typedef {object} Composed
- * @property {string} text the replacement's whole text
+ * @property {string} text the replacement's whole text (its text blocks, joined)
+ * @property {any[]} content the replacement's blocks: its text, with each image a user message
+ *   (or an earlier checkpoint of ours) carried in place as the block itself
  * @property {{verbatim: number, cut: number, condensed: number, trimmed: number, pointers: number}} counts items by treatment
  */
 
@@ -154,8 +187,30 @@ export function composeSummary(ctx, session, plan, { compactionId, language, llm
   const seqs = plan.seqs
   const tool = recallToolName(ctx)
   const args = `{"compaction": ${JSON.stringify(compactionId)}, "query": "…"}`
-  const how = tool === undefined ? '' : t.how(program ? `await ${programCallee(tool)}(${args})` : `${tool}(${args})`)
+  const call = tool === undefined ? undefined : program ? `await ${programCallee(tool)}(${args})` : `${tool}(${args})`
+  const how = call === undefined ? '' : t.how(call)
   const counts = { verbatim: 0, cut: 0, condensed: 0, trimmed: 0, pointers: 0 }
+  /** @type {any[]} the blocks carried as themselves, by their stand-in's number */
+  const held = []
+  const hold = (/** @type {any} */ block) => `\u0000held:${held.push(block) - 1}\u0000`
+  /** The lines naming a user message's attachments (each image also held in place after its line). @param {any} message @param {boolean} keep */
+  const attachments = (message, keep) =>
+    (message?.content ?? [])
+      .filter(isAttachment)
+      .map((/** @type {any} */ b) => `\n${attachmentLine(b, language)}${keep && b.type === 'image' ? `\n${hold(b)}` : ''}`)
+      .join('')
+  /**
+   * A user message's words with every other block in its place: named on a line of its own and,
+   * for an image, carried as the block itself (DSH's `ImageBlock` is valid in a user message).
+   * @param {any} message
+   */
+  const userBody = (message) =>
+    (message?.content ?? [])
+      .map((/** @type {any} */ b) => (b?.type === 'text' ? b.text : isAttachment(b) ? `\n${attachmentLine(b, language)}\n${b.type === 'image' ? hold(b) : ''}` : ''))
+      .join('')
+  /** An earlier checkpoint of ours, its images held where they stand (their lines are in its text). @param {any} message */
+  const checkpointText = (message) =>
+    (message?.content ?? []).map((/** @type {any} */ b) => (b?.type === 'text' ? b.text : b?.type === 'image' ? hold(b) : '')).join('')
   /** @type {string[]} */
   const parts = []
   if (llmText !== undefined) parts.push(`${t.llmWork}\n${llmText.trim()}`)
@@ -198,33 +253,93 @@ export function composeSummary(ctx, session, plan, { compactionId, language, llm
           : item.source === 'block-summary'
             ? t.block(first)
             : t.foreign(first)
+    const user = item.source === 'user'
     if (item.treatment === 'pointer') {
       counts.pointers++
-      parts.push(t.pointer(heading.replace(/^### /, ''), text.length, how))
+      // A user message left out still names what it carried beside its words.
+      parts.push(`${t.pointer(heading.replace(/^### /, ''), text.length, how)}${user ? attachments(event.data, false) : ''}`)
       continue
     }
     if (item.treatment === 'trim') {
       counts.trimmed++
-      parts.push(trimmedCarried(text, language, item.maxChars ?? 0))
+      parts.push(trimmedCarried(checkpointText(event.data), language, item.maxChars ?? 0))
       continue
     }
     if (item.treatment === 'cut') {
       counts.cut++
       const head = item.head ?? 0
       const tail = item.tail ?? 0
-      parts.push(`${heading}\n${text.slice(0, head)}${t.cut(text.length - head - tail, how)}${text.slice(text.length - tail)}`)
+      parts.push(`${heading}\n${text.slice(0, head)}${t.cut(text.length - head - tail, how)}${text.slice(text.length - tail)}${attachments(event.data, true)}`)
       continue
     }
     counts.verbatim++
     // Our own earlier checkpoint is spliced in as the parts it already is; another backend's
     // keeps a heading of its own.
-    if (item.source === 'compaction-summary') parts.push(carriedText(text, language))
+    if (item.source === 'compaction-summary') parts.push(carriedText(checkpointText(event.data), language))
     else if (item.source === 'foreign-summary') parts.push(`${heading}\n${checkpointBody(text)}`)
-    else parts.push(`${heading}\n${text}`)
+    else parts.push(`${heading}\n${user ? userBody(event.data) : text}`)
   }
+  // Say it when the user's words did not all fit (a message of theirs, or an earlier checkpoint
+  // of ours carrying them, left as a pointer): first, so it is read before anything else.
+  const lost = plan.items.filter((i) => i.treatment === 'pointer' && (i.source === 'user' || i.source === 'compaction-summary')).length
+  if (lost > 0) parts.unshift(t.lostWords(lost, Math.floor(plan.budgetChars / CHARS_PER_TOKEN), call))
+  const thought = trainOfThought(session, plan, { language, written: parts.join('\n\n'), recall: tool === undefined ? undefined : program ? programCallee(tool) : tool })
+  if (thought) parts.push(`${t.thought}\n${thought}`)
   const hint = recallHint(ctx, { compaction: compactionId }, language, program ? { program } : {})
-  return { text: `${t.preamble}\n\n${OPEN_TAG}\n${parts.join('\n\n')}${hint}\n${CLOSE_TAG}`, counts }
+  const whole = `${t.preamble}\n\n${OPEN_TAG}\n${parts.join('\n\n')}${hint}\n${CLOSE_TAG}`
+  // The held blocks go back where they stood, between the text around them.
+  /** @type {any[]} */
+  const content = []
+  let at = 0
+  for (const m of whole.matchAll(HELD)) {
+    if (m.index > at) content.push({ type: 'text', text: whole.slice(at, m.index) })
+    content.push(held[Number(m[1])])
+    at = m.index + m[0].length
+  }
+  if (at < whole.length) content.push({ type: 'text', text: whole.slice(at) })
+  return { text: content.filter((b) => b.type === 'text').map((b) => b.text).join(''), content, counts }
 }
+
+/**
+ * The range's train of thought (rule 7 of the policy; written by the core from the report facts
+ * read once per message): the model's latest words, the names in play, the open state of the
+ * work, within the plan's room; `''` when the plan gives it none or there is nothing to say.
+ * Names the model wrote in the kept tail, or that `written` (the checkpoint's other parts)
+ * holds, are not listed again.
+ * @param {any} session @param {import('../../index.js').CompactionPlan} plan
+ * @param {{language: 'en' | 'zh', written: string, recall: string | undefined}} options
+ */
+function trainOfThought(session, plan, { language, written, recall }) {
+  const room = plan.thought
+  if (!room || room.intentChars + room.namesChars + room.stateChars === 0) return ''
+  const log = eventLog(session)
+  const facts = []
+  const seqs = []
+  for (const item of plan.items) {
+    if (item.source !== 'work') continue
+    for (const seq of plan.seqs.subarray(item.start - plan.startPos, item.end - plan.startPos)) {
+      if (!WORK_EVENTS.has(log[seq]?.type)) continue
+      const f = reportFactsOf(session, seq)
+      if (f) {
+        facts.push(f)
+        seqs.push(seq)
+      }
+    }
+  }
+  if (facts.length === 0) return ''
+  // The kept tail's model messages: what it names there, the model still sees.
+  const tail = []
+  const nodes = session.surface.nodes
+  for (let i = plan.endPos; i < nodes.length; i++) {
+    if (log[nodes[i]]?.type !== 'assistant/message') continue
+    const f = reportFactsOf(session, nodes[i])
+    if (f) tail.push(f)
+  }
+  return addon.trainOfThoughtOf(facts, Uint32Array.from(seqs), tail, { language, intentChars: room.intentChars, namesChars: room.namesChars, stateChars: room.stateChars, written, ...(recall === undefined ? {} : { recall }) })
+}
+
+/** The events whose messages are the agent's work (what the report facts read). */
+const WORK_EVENTS = new Set(['assistant/message', 'tool/result'])
 
 export const INSTRUCTIONS = {
   en: `Condense the tool work in the conversation above into a checkpoint another model can resume from. The user's messages and any reports or summaries already in it are kept word for word beside your text, so do not repeat them. Use terse Markdown bullets under these headings:

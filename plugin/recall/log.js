@@ -24,6 +24,7 @@
  * as they are appended, each with the message events it cites); a compaction's id and producer
  * and the texts are read from `eventLog(session)` — never another session, never a file.
  */
+import { attachmentLine, isAttachment } from '../shared/attachments.js'
 import { withLog } from '../shared/mirror.js'
 import { eventLog } from '../shared/session.js'
 
@@ -137,7 +138,8 @@ function toolName(log, mirror, seq, callId) {
 
 /**
  * The texts of a region's original messages, in model order: one per text, reasoning and
- * tool-call block of an assistant message, one per tool result and per user message.
+ * tool-call block of an assistant message, one per tool result and per user message, and one
+ * per image (or other attachment) a message carries, its line naming it (`attachmentLine`).
  * @param {any} session @param {FoldedRegion} region
  * @returns {RecallText[]}
  */
@@ -166,6 +168,10 @@ export function regionTexts(session, region) {
           out.push({ seq, label: `${name} result${block.isError ? ' (error)' : ''}`, text: resultText(block.content) })
           break
         }
+        default:
+          // An image (or another block a message carries beside its words): named by the line a
+          // checkpoint names it by, so a query for its name or attachment id finds it.
+          if (isAttachment(block)) out.push({ seq, label: `${userLabel(message)} attachment`, text: attachmentLine(block) })
       }
     }
   }

@@ -61,6 +61,15 @@
 //!    this order: earlier compaction summaries, then rewind reports and block summaries, then
 //!    user messages, then work runs, oldest first; the plan counts them (a trimmed checkpoint
 //!    too). `/compact` never trims nor degrades.
+//! 7. **The train of thought.** A range with tool work also gets, after its items, the model's
+//!    own thread through it (`report::thought`): its latest words (up to `intent_chars`), the
+//!    names in play (up to `names_chars`) and the open state of the work (up to
+//!    [`STATE_CHARS`]). Its room is claimed with the work reports' (rule 6), after the verbatim
+//!    items: it never turns the user's words into pointers, and when the room is short it is
+//!    shared in proportion with the reports' facts, at least [`THOUGHT_FLOOR`] chars of it when
+//!    the floors fit, its latest words served first, then the open state, then the names; and
+//!    it takes its room out of the reports' growth (rule 6's last step), so with room to spare
+//!    the checkpoint is no larger for it than its reports would have grown.
 //!
 //! Prices are the host's (DSH's token meter: 4 chars a token plus framing); the plan's size
 //! estimates use the same density.
@@ -95,6 +104,10 @@ pub const POINTER_CHARS: u64 = 160;
 pub const REPORT_SKELETON_CHARS: u64 = 320;
 /// The marker between a cut paste's head and tail.
 pub const CUT_MARKER_CHARS: u64 = 160;
+/// The open state of the work at most (rule 7): a few lines of files, the last failure, the plan.
+pub const STATE_CHARS: u64 = 720;
+/// The least room the train of thought claims beside the work reports (rule 7).
+pub const THOUGHT_FLOOR: u64 = 400;
 
 /// Where a node came from: what the policy may do with it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -672,6 +685,24 @@ pub struct Params {
     pub max_summary_tokens: u64,
     /// A user message longer than this is cut (its head and tail kept).
     pub paste_chars: u32,
+    /// The train of thought's latest words at most (rule 7); 0: none.
+    pub intent_chars: u32,
+    /// The train of thought's names in play at most (rule 7); 0: none.
+    pub names_chars: u32,
+}
+
+/// The room each part of the train of thought got (rule 7), in chars: 0 for a part left out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Thought {
+    pub intent_chars: u32,
+    pub names_chars: u32,
+    pub state_chars: u32,
+}
+
+impl Thought {
+    pub fn total(&self) -> u64 {
+        u64::from(self.intent_chars) + u64::from(self.names_chars) + u64::from(self.state_chars)
+    }
 }
 
 /// What the policy does with one item.
@@ -746,6 +777,8 @@ pub struct Plan {
     pub splits: Splits,
     /// Items shortened beyond the rules of rule 5 (pointers).
     pub degraded: u32,
+    /// The train of thought's room (rule 7).
+    pub thought: Thought,
 }
 
 impl Plan {
@@ -763,6 +796,15 @@ impl Plan {
 /// The natural size of a work report over `chars` visible chars.
 fn natural_work(chars: u64) -> u64 {
     (default_max_chars(chars as usize) as u64).min(chars.saturating_sub(1))
+}
+
+/// What the train of thought would take at most (rule 7), its heading included; 0 when the
+/// params ask for none of it.
+fn thought_want(params: &Params) -> u64 {
+    if params.intent_chars == 0 && params.names_chars == 0 {
+        return 0;
+    }
+    ITEM_HEADER_CHARS + u64::from(params.intent_chars) + u64::from(params.names_chars) + STATE_CHARS
 }
 
 /// The chars a verbatim item takes under rule 5 (a long user message is cut).
@@ -852,7 +894,10 @@ pub fn plan(surface: &CompactionSurface, params: &Params) -> Option<Plan> {
     let relieves = |c: usize| !pressure || framing(c) + needs.verbatim[c] + needs.runs[c] * MIN_WORK_CHARS <= budget(c);
     // Useful: the summary at its natural size is smaller than the range; shrinks: at its
     // smallest (every item a pointer) it is.
-    let useful = |c: usize| (framing(c) + needs.verbatim[c] + needs.natural[c]).div_ceil(CHARS_PER_TOKEN) < prefix[c];
+    let thought = |c: usize| if needs.runs[c] > 0 { thought_want(params) } else { 0 };
+    let useful = |c: usize| {
+        (framing(c) + needs.verbatim[c] + needs.natural[c] + thought(c)).div_ceil(CHARS_PER_TOKEN) < prefix[c]
+    };
     let shrinks = |c: usize| (framing(c) + needs.items[c] * POINTER_CHARS).div_ceil(CHARS_PER_TOKEN) < prefix[c];
     // The first node that is not an earlier summary: a range must reach past it.
     let first_new = nodes.iter().position(|n| !n.source.is_summary()).unwrap_or(n);
@@ -1083,9 +1128,15 @@ fn allocate(
         .iter()
         .map(|&k| work_need(&surface.nodes[items[k].start_pos..items[k].end_pos]))
         .collect();
-    let claims: Vec<(u64, u64)> = need.iter().map(|&x| (x.min(MIN_WORK_CHARS), x)).collect();
+    let mut claims: Vec<(u64, u64)> = need.iter().map(|&x| (x.min(MIN_WORK_CHARS), x)).collect();
+    // Rule 7: the train of thought claims its room beside the reports' facts, when the range
+    // has work and room is left for its heading.
+    let want = if live.is_empty() { 0 } else { thought_want(params) };
+    claims.push((want.min(THOUGHT_FLOOR), want));
     let mut work = share(room, &claims);
-    room = room.saturating_sub(work.iter().sum());
+    let thought_room = work.pop().unwrap_or(0);
+    room = room.saturating_sub(work.iter().sum::<u64>() + thought_room);
+    let thought = split_thought(params, thought_room.saturating_sub(ITEM_HEADER_CHARS));
     // Then what the earlier checkpoints of ours carried, the newest first.
     for k in (0..items.len()).rev() {
         let item = &mut items[k];
@@ -1103,7 +1154,9 @@ fn allocate(
         }
     }
     // Last, with room to spare, a report may grow to half again its natural size: the
-    // extractive report keeps more of its lowest-priority facts.
+    // extractive report keeps more of its lowest-priority facts. The train of thought takes its
+    // room out of that growth: the model's own words are worth more than the reports' least
+    // facts, and the checkpoint is no larger for them than its reports would have grown.
     let grow: Vec<(u64, u64)> = live
         .iter()
         .enumerate()
@@ -1113,6 +1166,13 @@ fn allocate(
             (0, target - work[j])
         })
         .collect();
+    let growth: u64 = grow.iter().map(|g| g.1).sum();
+    let thought_chars = if thought.total() > 0 {
+        ITEM_HEADER_CHARS + thought.total()
+    } else {
+        0
+    };
+    let room = room.min(growth.saturating_sub(thought_chars));
     for (j, extra) in share(room, &grow).into_iter().enumerate() {
         work[j] += extra;
     }
@@ -1121,7 +1181,13 @@ fn allocate(
             max_chars: u32::try_from(work[j]).unwrap_or(u32::MAX),
         };
     }
-    let body: u64 = FRAME_CHARS + items.iter().map(size).sum::<u64>();
+    let body: u64 = FRAME_CHARS
+        + items.iter().map(size).sum::<u64>()
+        + if thought.total() > 0 {
+            ITEM_HEADER_CHARS + thought.total()
+        } else {
+            0
+        };
     // The summary is one user message with text blocks: the meter adds a few tokens of framing.
     let summary_tokens = body.div_ceil(CHARS_PER_TOKEN) + 8;
     let projected_tokens = params.total_tokens.saturating_sub(range_tokens) + summary_tokens;
@@ -1138,5 +1204,20 @@ fn allocate(
         relieves,
         splits,
         degraded,
+        thought,
+    }
+}
+
+/// Shares the train of thought's room among its parts (rule 7): its latest words first, then the
+/// open state, then the names.
+fn split_thought(params: &Params, room: u64) -> Thought {
+    let intent = room.min(u64::from(params.intent_chars));
+    let state = (room - intent).min(STATE_CHARS);
+    let names = (room - intent - state).min(u64::from(params.names_chars));
+    let as32 = |x: u64| u32::try_from(x).unwrap_or(u32::MAX);
+    Thought {
+        intent_chars: as32(intent),
+        names_chars: as32(names),
+        state_chars: as32(state),
     }
 }

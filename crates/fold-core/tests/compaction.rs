@@ -96,6 +96,8 @@ fn pressure(s: &CompactionSurface, threshold: u64, retain: u64) -> Params {
         retain_tokens: retain,
         max_summary_tokens: 8192,
         paste_chars: 4000,
+        intent_chars: 0,
+        names_chars: 0,
     }
 }
 
@@ -342,6 +344,8 @@ fn overflow_reduces_as_far_as_it_can_and_keeps_the_newest_unit() {
             retain_tokens: 0,
             max_summary_tokens: 8192,
             paste_chars: 4000,
+            intent_chars: 0,
+            names_chars: 0,
         },
     )
     .expect("a plan");
@@ -361,6 +365,8 @@ fn manual_compaction_prefers_a_clean_cut() {
             retain_tokens: 0,
             max_summary_tokens: 8192,
             paste_chars: 4000,
+            intent_chars: 0,
+            names_chars: 0,
         },
     )
     .expect("a plan");
@@ -383,6 +389,8 @@ fn a_range_that_cannot_shrink_is_not_planned() {
         retain_tokens: 0,
         max_summary_tokens: 8192,
         paste_chars: 4000,
+        intent_chars: 0,
+        names_chars: 0,
     };
     assert_eq!(plan(&s, &manual), None);
     // Nor under pressure, though a pointer would be smaller: only the earlier summary fits before
@@ -791,4 +799,99 @@ fn compact_never_trims_an_earlier_checkpoint() {
     let p = plan(&s, &params).expect("a plan");
     assert_eq!(p.items[0].treatment, Treatment::Verbatim);
     assert_eq!(p.degraded, 0);
+}
+
+fn with_thought(mut p: Params, intent: u32, names: u32) -> Params {
+    p.intent_chars = intent;
+    p.names_chars = names;
+    p
+}
+
+#[test]
+fn a_range_of_work_gets_room_for_the_train_of_thought_and_a_range_without_none() {
+    // Rule 7: with room to spare, the caps in full (the open state at its bound).
+    let s = session(2, 2).surface();
+    let t = total(&s);
+    let p = plan(&s, &with_thought(pressure(&s, t - 500, 3000), 1000, 400)).expect("a plan");
+    assert!(p.items.iter().any(|i| i.source == Source::Work));
+    assert_eq!(p.thought.intent_chars, 1000);
+    assert_eq!(p.thought.names_chars, 400);
+    assert_eq!(u64::from(p.thought.state_chars), fold_core::compaction::STATE_CHARS);
+    // Without caps, none of it; and the same cut.
+    let none = plan(&s, &pressure(&s, t - 500, 3000)).expect("a plan");
+    assert_eq!(none.thought.total(), 0);
+    assert_eq!(none.end_pos, p.end_pos);
+    // A range with no work of the model (an earlier checkpoint and a prompt) gets none.
+    let s = Build::default()
+        .replacement(Source::CompactionSummary, 8000)
+        .user(2000)
+        .step(1, 40_000)
+        .surface();
+    let t = total(&s);
+    let p = plan_at(&s, &with_thought(pressure(&s, t - 100, 1000), 1000, 400), 2).expect("a plan");
+    assert_eq!(p.thought.total(), 0);
+}
+
+#[test]
+fn the_train_of_thought_never_turns_the_users_words_into_pointers_and_yields_first() {
+    // A session whose budget barely holds the user's words and the smallest reports: the train
+    // of thought gets what is left, not the user's words' room.
+    let mut b = Build::default();
+    for _ in 0..6 {
+        b = b.user(3000).step(2, 3000).say(200);
+    }
+    let s = b.step(1, 200).surface();
+    let t = total(&s);
+    for threshold in [t - 200, t - 600, t / 2] {
+        let base = pressure(&s, threshold, 200);
+        let (Some(without), Some(with)) = (plan(&s, &base), plan(&s, &with_thought(base, 1000, 400))) else {
+            continue;
+        };
+        assert_eq!(with.end_pos, without.end_pos, "threshold {threshold}");
+        assert_eq!(
+            with.degraded, without.degraded,
+            "threshold {threshold}: the thought degraded an item"
+        );
+        let user_pointers = |p: &fold_core::compaction::Plan| {
+            p.items
+                .iter()
+                .filter(|i| i.source == Source::User && i.treatment == Treatment::Pointer)
+                .count()
+        };
+        assert_eq!(user_pointers(&with), user_pointers(&without), "threshold {threshold}");
+        // Its room is inside the budget: the summary's estimate is no larger than without it
+        // when the budget binds, and within the budget always.
+        assert!(
+            with.summary_tokens <= (with.budget_chars + fold_core::compaction::FRAME_CHARS).div_ceil(4) + 8,
+            "threshold {threshold}: the plan overran its budget ({} tokens, {} chars)",
+            with.summary_tokens,
+            with.budget_chars
+        );
+    }
+}
+
+#[test]
+fn the_train_of_thought_takes_its_latest_words_first_when_room_is_short() {
+    // Shared in proportion with the reports' facts: below the caps, the latest words are served
+    // first, then the open state, then the names.
+    let s = session(3, 8).surface();
+    let t = total(&s);
+    let mut seen_short = false;
+    for threshold in (t / 3..t).step_by(((t - t / 3) / 40).max(1) as usize) {
+        let Some(p) = plan(&s, &with_thought(pressure(&s, threshold, 1000), 1000, 400)) else {
+            continue;
+        };
+        let th = p.thought;
+        if th.total() == 0 {
+            continue;
+        }
+        if th.names_chars > 0 {
+            assert_eq!(u64::from(th.state_chars), fold_core::compaction::STATE_CHARS, "{th:?}");
+        }
+        if th.state_chars > 0 {
+            assert_eq!(th.intent_chars, 1000, "{th:?}");
+        }
+        seen_short |= th.intent_chars < 1000 || th.names_chars < 400;
+    }
+    assert!(seen_short, "no threshold made the room short");
 }

@@ -112,6 +112,9 @@ fn to_params(
         retain_tokens: total * retain_pct / 100,
         max_summary_tokens: max_summary,
         paste_chars: paste,
+        // The train of thought (rule 7) at its plugin defaults, or none on every other case.
+        intent_chars: if paste % 2 == 0 { 1500 } else { 0 },
+        names_chars: if paste % 2 == 0 { 500 } else { 0 },
     }
 }
 
@@ -167,6 +170,12 @@ proptest! {
             }
         }
         prop_assert_eq!(at, c);
+        // The train of thought (rule 7): within its caps, and only for a range with live work.
+        let th = plan.thought;
+        prop_assert!(th.intent_chars <= params.intent_chars && th.names_chars <= params.names_chars);
+        prop_assert!(u64::from(th.state_chars) <= fold_core::compaction::STATE_CHARS);
+        let live_work = plan.items.iter().any(|i| i.source == Source::Work && i.treatment != Treatment::Pointer);
+        prop_assert!(live_work || th.total() == 0, "a thought without work: {:?}", th);
         let tail: u64 = s.nodes[c..].iter().map(|n| u64::from(n.tokens)).sum();
         if params.trigger == Trigger::Pressure {
             prop_assert!(tail >= params.retain_tokens);

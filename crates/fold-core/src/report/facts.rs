@@ -28,7 +28,8 @@ use serde_json::Value;
 
 use super::input::{join_text, Block, Message, Role};
 use super::scan::{
-    cap, collapse, has_cue, is_error_line, is_known_extension, len16, scan_paths, sentences, FxBuild, Ordered, CAP_LINE,
+    cap, collapse, has_cue, is_error_line, is_known_extension, len16, scan_names, scan_paths, sentences, FxBuild,
+    Ordered, CAP_LINE,
 };
 use super::READ_TOOL_CUES;
 
@@ -137,6 +138,14 @@ const FILTER_PROGRAMS: [&str; 16] = [
     "cat", "head", "tail", "nl", "less", "more", "bat", "sed", "grep", "egrep", "rg", "awk", "cut", "sort", "uniq",
     "tr",
 ];
+/// Programs that look at or move files rather than run the code: a command that runs one is not
+/// a check of the work (every other shell command that ends well is).
+const NOT_CHECKS: [&str; 24] = [
+    "ls", "find", "tree", "fd", "du", "dir", "grep", "egrep", "rg", "ag", "git", "echo", "printf", "pwd", "which",
+    "wc", "diff", "mkdir", "cp", "mv", "rm", "touch", "chmod", "stat",
+];
+/// Keys of a plan item's text (`todo_write`'s `content`, `update_plan`'s `step`, ...).
+const PLAN_TEXT_KEYS: [&str; 6] = ["content", "step", "title", "task", "text", "description"];
 /// Extensions of logs and program output: a file read with one is diagnostics, not content.
 const OUTPUT_EXTENSIONS: [&str; 6] = ["log", "out", "err", "stderr", "stdout", "trace"];
 /// Words in a file's name (between `.`, `-`, `_`) that make it a log or a program's output.
@@ -503,6 +512,104 @@ pub struct MessageFacts {
     ops: Vec<Op>,
     /// Its model-visible text in UTF-16 units (`Region::visible_chars`'s measure).
     pub(super) visible: usize,
+    /// An assistant message's text as written (its text blocks, joined by newlines).
+    said: Option<Box<str>>,
+    /// The names the model wrote in it (texts and call arguments): [`scan_names`].
+    names: Vec<Rc<str>>,
+    /// The plan a plan tool's call in it set (the last such call's items).
+    plan: Option<Vec<(PlanStatus, Box<str>)>>,
+}
+
+/// A plan item's status (`completed`, `in_progress`, `pending`, and their spellings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanStatus {
+    Done,
+    Doing,
+    Todo,
+}
+
+/// A tool call as the open state of the work reads it (`thought`): paired with its result.
+#[derive(Debug, Clone)]
+pub(super) struct CheckedCall {
+    /// A shell command's first line (`$ cmd`), else the tool's name and target.
+    pub(super) label: String,
+    /// What tells two runs of one command apart: a shell command's program and its first
+    /// argument, else the label.
+    key: String,
+    /// A shell command that ran code (not a read, a listing, a search or a file operation).
+    pub(super) check: bool,
+    /// The files it edited or wrote.
+    pub(super) changed: Vec<Rc<str>>,
+    outcome: Outcome,
+    /// Its output's first error line (a failure without one: the output's first line).
+    pub(super) error: Option<String>,
+}
+
+impl CheckedCall {
+    pub(super) fn passed(&self) -> bool {
+        self.outcome == Outcome::Ok
+    }
+
+    pub(super) fn failed(&self) -> bool {
+        matches!(self.outcome, Outcome::Failed(_))
+    }
+
+    /// Another run of the same command (or the same call).
+    pub(super) fn same_run(&self, other: &Self) -> bool {
+        self.key == other.key
+    }
+
+    fn of(call: &Call) -> Self {
+        match &call.command {
+            Some(c) => Self::shell(c),
+            None => {
+                let changed = call
+                    .paths
+                    .iter()
+                    .filter(|(_, r)| matches!(r, PathRole::Edited | PathRole::Written))
+                    .map(|(p, _)| Rc::from(p.as_str()))
+                    .collect();
+                let label = match &call.key_target {
+                    Some(t) => format!("{} {t}", call.name),
+                    None => call.name.clone(),
+                };
+                Self {
+                    key: label.clone(),
+                    label,
+                    check: false,
+                    changed,
+                    outcome: Outcome::Pending,
+                    error: None,
+                }
+            }
+        }
+    }
+
+    fn shell(c: &CommandLine) -> Self {
+        let program = primary_program(&c.first);
+        let check = !program.is_empty() && shell_read(&c.first) == FileRead::No && !NOT_CHECKS.contains(&program);
+        Self {
+            label: format!("$ {}", c.first),
+            key: run_key(&c.first),
+            check,
+            changed: written_files(&c.first).into_iter().map(Rc::from).collect(),
+            outcome: Outcome::Pending,
+            error: None,
+        }
+    }
+
+    fn settle(&mut self, out: &Output, is_error: bool) {
+        self.outcome = if is_error {
+            Outcome::Failed(out.exit)
+        } else {
+            Outcome::Ok
+        };
+        self.error = out
+            .cues
+            .first()
+            .cloned()
+            .or_else(|| if is_error { out.first.clone() } else { None });
+    }
 }
 
 /// What a report line costs around its copied text: a bullet, a label's ` → exit 1`, a newline.
@@ -532,8 +639,16 @@ impl MessageFacts {
                 output: Output::of(&out),
                 is_error: m.is_error.unwrap_or(false),
             });
-            return Self { ops, visible };
+            return Self {
+                ops,
+                visible,
+                said: None,
+                names: Vec::new(),
+                plan: None,
+            };
         }
+        let mut names = Ordered::default();
+        let mut plan = None;
         let mut text = String::new();
         let mut called = false;
         for b in &m.content {
@@ -551,6 +666,12 @@ impl MessageFacts {
                 }
                 Block::ToolCall { id, name, arguments } => {
                     called = true;
+                    if m.role == Role::Assistant {
+                        arg_names(arguments, &mut names);
+                        if let Some(items) = plan_of(arguments) {
+                            plan = Some(items);
+                        }
+                    }
                     ops.push(Op::Call {
                         id: id.clone(),
                         call: Call::of(name, arguments),
@@ -571,6 +692,10 @@ impl MessageFacts {
                 Block::Text { .. } | Block::Reasoning { .. } | Block::Other => {}
             }
         }
+        let said = (m.role == Role::Assistant && !text.trim().is_empty()).then(|| Box::from(text.as_str()));
+        if said.is_some() {
+            scan_names(&text, true, &mut names);
+        }
         if !text.trim().is_empty() {
             let mut found = Ordered::default();
             scan_paths(&text, &mut found);
@@ -585,7 +710,28 @@ impl MessageFacts {
                 body: TextBody::Raw(text),
             }));
         }
-        Self { ops, visible }
+        Self {
+            ops,
+            visible,
+            said,
+            names: names.items,
+            plan,
+        }
+    }
+
+    /// An assistant message's text as written.
+    pub(super) fn said(&self) -> Option<&str> {
+        self.said.as_deref()
+    }
+
+    /// The names the model wrote in this message, first seen first.
+    pub(super) fn names(&self) -> &[Rc<str>] {
+        &self.names
+    }
+
+    /// The plan a plan tool's call in this message set.
+    pub(super) fn plan(&self) -> Option<&[(PlanStatus, Box<str>)]> {
+        self.plan.as_deref()
     }
 
     /// The chars a report takes to copy what this message names — its calls' labels (a command's
@@ -620,6 +766,102 @@ impl MessageFacts {
             }
         }
     }
+}
+
+/// The calls of messages (each with its seq), in order, each settled by its result when the
+/// messages hold it (a text-protocol action by the `<returncode>` that follows it).
+pub(super) fn checked_calls<'a>(
+    messages: impl IntoIterator<Item = (u32, &'a MessageFacts)>,
+) -> Vec<(u32, CheckedCall)> {
+    let mut calls: Vec<(u32, CheckedCall)> = Vec::new();
+    let mut by_id: HashMap<&str, usize, FxBuild> = HashMap::default();
+    let mut text_action: Option<usize> = None;
+    for (seq, m) in messages {
+        for op in &m.ops {
+            match op {
+                Op::Call { id, call } => {
+                    by_id.insert(id, calls.len());
+                    calls.push((seq, CheckedCall::of(call)));
+                }
+                Op::Result {
+                    call_id,
+                    output,
+                    is_error,
+                } => {
+                    if let Some(&i) = call_id.as_deref().and_then(|id| by_id.get(id)) {
+                        if calls[i].1.outcome == Outcome::Pending {
+                            calls[i].1.settle(output, *is_error);
+                        }
+                    }
+                }
+                Op::ReturnCode(output) => {
+                    if let Some(i) = text_action.take() {
+                        calls[i].1.settle(output, output.exit.is_some_and(|c| c != 0));
+                    }
+                }
+                Op::Text(t) => {
+                    if let Some(command) = &t.shell {
+                        text_action = Some(calls.len());
+                        calls.push((seq, CheckedCall::shell(command)));
+                    }
+                }
+            }
+        }
+    }
+    calls
+}
+
+/// Adds the names of a call's arguments (every string, file bodies included: the model wrote
+/// them; not a status word such as a plan item's `in_progress`) to `out`.
+fn arg_names(v: &Value, out: &mut Ordered) {
+    match v {
+        Value::String(s) => match serde_json::from_str::<Value>(s) {
+            Ok(parsed) if parsed.is_object() || parsed.is_array() => arg_names(&parsed, out),
+            _ => scan_names(s, false, out),
+        },
+        Value::Array(items) => items.iter().for_each(|i| arg_names(i, out)),
+        Value::Object(map) => map
+            .iter()
+            .filter(|(k, _)| !matches!(norm_key(k).as_str(), "status" | "state"))
+            .for_each(|(_, v)| arg_names(v, out)),
+        _ => {}
+    }
+}
+
+/// The plan a plan tool's arguments set: the first array of objects with a `status` and a text
+/// (`{todos: [{content, status}]}`, `{plan: [{step, status}]}`).
+fn plan_of(arguments: &Value) -> Option<Vec<(PlanStatus, Box<str>)>> {
+    let parsed;
+    let args = match arguments {
+        Value::String(s) => {
+            parsed = serde_json::from_str::<Value>(s).ok()?;
+            &parsed
+        }
+        v => v,
+    };
+    let Value::Object(map) = args else { return None };
+    map.values().find_map(|v| {
+        let items = v.as_array()?;
+        let plan: Vec<(PlanStatus, Box<str>)> = items
+            .iter()
+            .filter_map(|item| {
+                let item = item.as_object()?;
+                let status = item.get("status")?.as_str()?;
+                let text = item
+                    .iter()
+                    .find(|(k, v)| PLAN_TEXT_KEYS.contains(&norm_key(k).as_str()) && v.is_string())?
+                    .1
+                    .as_str()?;
+                let status = match norm_key(status).as_str() {
+                    "completed" | "complete" | "done" => PlanStatus::Done,
+                    "inprogress" | "active" | "running" | "started" => PlanStatus::Doing,
+                    _ => PlanStatus::Todo,
+                };
+                Some((status, Box::from(text.trim())))
+            })
+            .collect();
+        (!plan.is_empty() && plan.len() == items.len()).then_some(plan)
+    })
 }
 
 impl Facts {
@@ -743,19 +985,8 @@ impl Facts {
         let kind = if command.is_some() { ToolKind::Shell } else { kind };
         scan_paths(&label, &mut self.in_labels);
         if command.is_some() {
-            // `> file` and `>> file` in the first line: the command wrote that file.
-            let mut words = label.split_whitespace().peekable();
-            while let Some(w) = words.next() {
-                let target = match w.trim_start_matches(['>', '1']) {
-                    "" if w.ends_with('>') && !w.starts_with('2') => words.peek().copied(),
-                    t if w.starts_with('>') && !t.starts_with('&') => Some(t),
-                    _ => None,
-                };
-                if let Some(t) = target.map(|t| t.trim_matches(['\'', '"', ';'])) {
-                    if t.len() > 1 && t != "/dev/null" && !t.starts_with('&') && !t.contains('$') {
-                        self.path(t, PathRole::Written);
-                    }
-                }
+            for t in written_files(&label) {
+                self.path(t, PathRole::Written);
             }
         }
         self.steps.push(Step {
@@ -1033,6 +1264,45 @@ pub(super) fn primary_program(line: &str) -> &str {
     ""
 }
 
+/// The files a shell command's first line writes: the targets of `>` and `>>`, and the files a
+/// `sed -i` edits in place.
+fn written_files(line: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut words = line.split_whitespace().peekable();
+    let mut in_place = false;
+    let mut sed_script = false;
+    while let Some(w) = words.next() {
+        let target = match w.trim_start_matches(['>', '1']) {
+            "" if w.ends_with('>') && !w.starts_with('2') => words.peek().copied(),
+            t if w.starts_with('>') && !t.starts_with('&') => Some(t),
+            _ => None,
+        };
+        if let Some(t) = target.map(|t| t.trim_matches(['\'', '"', ';'])) {
+            if t.len() > 1 && t != "/dev/null" && !t.starts_with('&') && !t.contains('$') {
+                out.push(t);
+            }
+            continue;
+        }
+        match w {
+            "sed" => (in_place, sed_script) = (false, true),
+            "|" | ";" | "&&" | "||" => (in_place, sed_script) = (false, false),
+            w if sed_script && w.starts_with("-i") => in_place = true,
+            w if in_place && !w.starts_with('-') && !w.starts_with(['\'', '"']) && path_like_arg(w) => out.push(w),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// A command argument that names a file (a `/` or an extension), not a sed script.
+fn path_like_arg(w: &str) -> bool {
+    let t = w.trim_matches(['\'', '"', ';']);
+    (t.contains('/')
+        || t.rsplit_once('.')
+            .is_some_and(|(a, b)| !a.is_empty() && is_known_extension(&b.to_ascii_lowercase())))
+        && !t.contains(['$', '*'])
+}
+
 /// What a shell command's first line reads: a file read when it starts with a file-printing
 /// program (past `cd` and wrappers) naming at least one file, pipes only through filters and
 /// writes nothing (`>`, `>>`, `tee`, `sed -i`); an output file when one of the files it names
@@ -1086,6 +1356,25 @@ fn is_output_file(path: &str) -> bool {
         }
     }
     name.split(['.', '-', '_']).any(|part| OUTPUT_WORDS.contains(&part))
+}
+
+/// What tells runs of a command apart: its program (as [`primary_program`] finds it) and its
+/// first argument that is not a flag (`pytest tests/a.py`, `python -m` → `python pytest`).
+fn run_key(line: &str) -> String {
+    for segment in line.split(['|', ';', '&']) {
+        let mut words = segment
+            .split_whitespace()
+            .skip_while(|w| w.contains('=') && !w.starts_with('-') || PREFIX_WORDS.contains(w));
+        match words.next() {
+            None | Some("cd" | "pushd" | "source" | "." | "export" | "set") => continue,
+            Some(program) => {
+                let program = program.rsplit('/').next().unwrap_or(program);
+                let arg = words.find(|w| !w.starts_with('-')).unwrap_or("");
+                return format!("{program} {arg}");
+            }
+        }
+    }
+    String::new()
 }
 
 /// An exit-code line a tool appends to its output (`[exit code 2]`, `Exit code: 2`).

@@ -58,8 +58,11 @@
 //!
 //! The module's files: `input` (the serde message model and its parsing), `facts` (the walk
 //! over the messages that gathers every candidate item), `scan` (the scanners it uses: paths,
-//! error lines, cues, sentences, UTF-16 lengths), `layout` (the atoms, the budget and the en/zh
-//! text) and `tests` (end-to-end tests on the fixtures and the recorded trajectories).
+//! names, error lines, cues, sentences, UTF-16 lengths), `layout` (the atoms, the budget and the
+//! en/zh text), `thought` (the train of thought a compaction's checkpoint carries beside its
+//! items: the model's latest words, the names in play, the open state of the work, from the same
+//! per-message facts) and `tests` (end-to-end tests on the fixtures and the recorded
+//! trajectories).
 
 mod facts;
 mod input;
@@ -67,16 +70,18 @@ mod layout;
 mod scan;
 #[cfg(test)]
 mod tests;
+mod thought;
 
 use serde::de;
 use serde_json::Value;
 
 use crate::error::{FoldError, Result};
 use facts::Facts;
-pub use facts::MessageFacts;
+pub use facts::{MessageFacts, PlanStatus};
 use input::{Block, Message, Messages};
 use layout::Plan;
 use scan::len16;
+pub use thought::{train_of_thought, ThoughtOptions};
 
 /// The fixed part of the default budget, in UTF-16 units: room for the skeleton and a small
 /// region's few lines.

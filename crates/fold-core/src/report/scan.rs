@@ -228,6 +228,146 @@ fn path_like(tok: &str) -> bool {
         || tok.matches('/').count() >= 2
 }
 
+/// The longest name worth carrying (a longer token is a blob, not a name).
+const CAP_NAME: usize = 80;
+
+/// Adds the names `s` holds to `out`: the identifiers, paths and symbols a reader keeps using —
+/// a path token ([`scan_paths`]'s rules), a qualified name (`self.mask`, `np.ndarray`,
+/// `Foo::bar`), a snake-case name (`parse_header`, `MAX_LEN`, `__init__`), a camel-case name
+/// (`parseHeader`, `FoldError`, `HTTPServer`), and in prose (`prose`) a one-token code span
+/// (`` `mask` ``). At least 4 chars with a letter, at most [`CAP_NAME`]; never a URL, a number or
+/// a version.
+pub(super) fn scan_names(s: &str, prose: bool, out: &mut Ordered) {
+    let b = s.as_bytes();
+    let name_byte =
+        |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b':' | b'/' | b'~' | b'@' | b'+' | b'-');
+    let mut i = 0;
+    while i < b.len() {
+        if !name_byte(b[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && name_byte(b[i]) {
+            i += 1;
+        }
+        // A URL (`scheme://...`) is skipped whole, to its next space.
+        if b[i..].starts_with(b"//") && i > start && b[i - 1] == b':' {
+            while i < b.len() && !b[i].is_ascii_whitespace() {
+                i += 1;
+            }
+            continue;
+        }
+        name_token(&s[start..i], out);
+    }
+    if prose {
+        for span in s.split('`').skip(1).step_by(2) {
+            let t = span.trim();
+            if t.len() >= 3 && !t.contains(char::is_whitespace) {
+                push_name(t, out);
+            }
+        }
+    }
+}
+
+/// The tokens of `text` a name may be (runs of name bytes, trimmed as [`scan_names`] trims
+/// them, with a `_`, `.`, `/`, `:` or a capital; a path's line number cut off), each once,
+/// borrowed: what a checkpoint already shows, asked by name in one lookup.
+pub(super) fn name_tokens(text: &str) -> HashSet<&str, FxBuild> {
+    let mut out = HashSet::default();
+    for run in text.split(|c: char| !(c.is_ascii_alphanumeric() || "_.:/~@+-".contains(c))) {
+        let tok = trim_name(run);
+        // A plain word is no name unless it is code-shaped: skip the prose quickly.
+        let shaped = tok
+            .bytes()
+            .any(|b| matches!(b, b'_' | b'.' | b'/' | b':') || b.is_ascii_uppercase());
+        if tok.len() >= 4 && shaped {
+            out.insert(tok);
+            if let Some(i) = tok
+                .find(':')
+                .filter(|&i| tok.contains('/') && !tok[i..].starts_with("::"))
+            {
+                out.insert(&tok[..i]);
+            }
+        }
+    }
+    out
+}
+
+/// Punctuation around a name is not the name's; a leading `./`, `../` or `/` is a path's.
+fn trim_name(tok: &str) -> &str {
+    tok.trim_end_matches(['.', ':', ',', '-', '/', '+', '@'])
+        .trim_start_matches([':', ',', '-', '+', '@'])
+}
+
+/// The names of one token of name bytes.
+fn name_token(tok: &str, out: &mut Ordered) {
+    let tok = trim_name(tok);
+    if tok.contains("://") {
+        return;
+    }
+    // A path with a line number (`src/lib.rs:12:9`) names the path.
+    let tok = match tok.find(':') {
+        Some(i) if tok.contains('/') && !tok[i..].starts_with("::") => &tok[..i],
+        _ => tok,
+    };
+    if tok.contains('/') {
+        if path_like(tok) {
+            push_name(tok, out);
+        }
+        return;
+    }
+    if path_like(tok) {
+        push_name(tok, out);
+        return;
+    }
+    let qualified = tok.split("::").flat_map(|p| p.split('.')).collect::<Vec<_>>();
+    if qualified.len() > 1 {
+        if qualified.iter().all(|p| is_ident(p)) {
+            push_name(tok, out);
+        }
+        for p in qualified {
+            if is_code_name(p) {
+                push_name(p, out);
+            }
+        }
+        return;
+    }
+    if is_code_name(tok) {
+        push_name(tok, out);
+    }
+}
+
+/// `[A-Za-z_][A-Za-z0-9_]*`.
+fn is_ident(p: &str) -> bool {
+    let mut bytes = p.bytes();
+    bytes.next().is_some_and(|c| c.is_ascii_alphabetic() || c == b'_')
+        && bytes.all(|c| c.is_ascii_alphanumeric() || c == b'_')
+}
+
+/// An identifier that reads as code, not as a word: snake case (a `_` next to a letter or
+/// digit) or camel case (a lowercase letter then an uppercase one, or two capitals then a
+/// lowercase letter).
+fn is_code_name(p: &str) -> bool {
+    if !is_ident(p) || !p.bytes().any(|c| c.is_ascii_alphabetic()) {
+        return false;
+    }
+    let b = p.as_bytes();
+    let snake = b.contains(&b'_') && b.iter().any(|c| c.is_ascii_alphanumeric());
+    let camel = b
+        .windows(2)
+        .any(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase())
+        || b.windows(3)
+            .any(|w| w[0].is_ascii_uppercase() && w[1].is_ascii_uppercase() && w[2].is_ascii_lowercase());
+    snake || camel
+}
+
+fn push_name(t: &str, out: &mut Ordered) {
+    if t.len() >= 4 && t.len() <= CAP_NAME && t.bytes().any(|c| c.is_ascii_alphabetic()) {
+        out.push(t);
+    }
+}
+
 /// `text` with every run of whitespace (newlines too) collapsed to one space, fenced code
 /// blocks left out (they are quoted code, not what the agent concluded), trimmed.
 pub(super) fn collapse(text: &str) -> String {
@@ -365,6 +505,42 @@ mod tests {
         ] {
             assert!(!is_error_line(no), "{no}");
         }
+    }
+
+    #[test]
+    fn names_are_code_shaped_tokens_not_words_urls_or_versions() {
+        let mut o = Ordered::default();
+        scan_names(
+            "Call `mask` via self._mask and np.ndarray in ./tests/runtests.py:12:9, see src/lib.rs. FoldError, parseHeader, HTTPServer, MAX_LEN, __init__, Foo::bar. Not https://x.io/a_b, v1.2.3, e.g. or plain words.",
+            true,
+            &mut o,
+        );
+        let items: Vec<&str> = o.items.iter().map(|s| &**s).collect();
+        assert_eq!(
+            items,
+            [
+                "self._mask",
+                "_mask",
+                "np.ndarray",
+                "./tests/runtests.py",
+                "src/lib.rs",
+                "FoldError",
+                "parseHeader",
+                "HTTPServer",
+                "MAX_LEN",
+                "__init__",
+                "Foo::bar",
+                "mask",
+            ]
+        );
+        let mut args = Ordered::default();
+        scan_names(
+            "cd /code/p && python -c \"import sys; sys.path.insert(0, '.')\"",
+            false,
+            &mut args,
+        );
+        let items: Vec<&str> = args.items.iter().map(|s| &**s).collect();
+        assert_eq!(items, ["/code/p", "sys.path.insert"]);
     }
 
     #[test]

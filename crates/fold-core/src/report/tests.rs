@@ -698,3 +698,158 @@ fn keeps_the_error_lines_of_a_log_it_read_and_not_the_word_error_in_source_code(
         );
     }
 }
+
+/// The facts of each message of `region`, with seqs 10, 11, ...
+fn facts_of(region: &serde_json::Value) -> Vec<(u32, MessageFacts)> {
+    region
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (10 + i as u32, MessageFacts::parse(&m.to_string()).unwrap()))
+        .collect()
+}
+
+fn thought(facts: &[(u32, MessageFacts)], tail: &[MessageFacts], written: &str, language: Language) -> String {
+    let range: Vec<(u32, &MessageFacts)> = facts.iter().map(|(s, f)| (*s, f)).collect();
+    let tail: Vec<&MessageFacts> = tail.iter().collect();
+    train_of_thought(
+        &range,
+        &tail,
+        &ThoughtOptions {
+            language,
+            intent_chars: 1000,
+            names_chars: 400,
+            state_chars: 720,
+            written,
+            recall: Some("recall"),
+        },
+    )
+}
+
+fn work_region() -> serde_json::Value {
+    serde_json::json!([
+        { "role": "assistant", "content": [
+            { "type": "text", "text": "The checksum fails in `parse_header`; I will fix `HeaderParser.frobnicate` in src/p.rs." },
+            { "type": "tool-call", "id": "t", "name": "todo_write", "arguments": "{\"todos\":[{\"content\":\"reproduce the checksum failure\",\"status\":\"completed\"},{\"content\":\"fix parse_header\",\"status\":\"in_progress\"},{\"content\":\"update docs/p.md\",\"status\":\"pending\"}]}" },
+            { "type": "tool-call", "id": "e1", "name": "edit_file", "arguments": "{\"path\":\"src/p.rs\",\"old_string\":\"fn parse_header(b: &[u8])\",\"new_string\":\"fn parse_header(b: &[u8], crcTable: &CrcTable)\"}" },
+        ] },
+        { "role": "user", "content": [{ "type": "tool-result", "toolCallId": "t", "content": [{ "type": "text", "text": "ok" }] }] },
+        { "role": "user", "content": [{ "type": "tool-result", "toolCallId": "e1", "content": [{ "type": "text", "text": "edited" }] }] },
+        { "role": "assistant", "content": [
+            { "type": "tool-call", "id": "b1", "name": "bash", "arguments": "{\"command\":\"cargo test -p p checksum\"}" },
+        ] },
+        { "role": "user", "content": [{ "type": "tool-result", "toolCallId": "b1", "isError": true, "content": [{ "type": "text", "text": "running 1 test\nthread 'checksum' panicked at src/p.rs:40:9: crc mismatch\n[exit code 101]" }] }] },
+        { "role": "assistant", "content": [
+            { "type": "text", "text": "```rust\nlet crc = crcTable.update(b);\n```\nThe table is built per call; next I move `build_crc_table` out of the loop and rerun `cargo test`." },
+        ] },
+    ])
+}
+
+#[test]
+fn the_train_of_thought_carries_the_latest_words_the_names_and_the_open_state() {
+    let facts = facts_of(&work_region());
+    let t = thought(&facts, &[], "", Language::En);
+    // The latest words, verbatim, code block included, each under its seq, oldest first.
+    assert_has(
+        &t,
+        &[
+            "Your words (seq 10):\nThe checksum fails in `parse_header`; I will fix `HeaderParser.frobnicate` in src/p.rs.",
+            "Your latest words (seq 15):\n```rust\nlet crc = crcTable.update(b);\n```\nThe table is built per call;",
+        ],
+    );
+    // The names in play, with the recall tool's note; the open state: the edit no run passed
+    // since, the last failure with its error line, the plan by status.
+    let names = t
+        .lines()
+        .find(|l| l.starts_with("Names in play: "))
+        .expect("a names line");
+    assert!(names.ends_with("(`recall` finds where each was used)"), "{names}");
+    assert!(
+        names.contains("`CrcTable`") && !names.contains("in_progress"),
+        "{names}"
+    );
+    assert_has(
+        &t,
+        &[
+            "Open state of the work:",
+            "- Edited, no passing run since: `src/p.rs`",
+            "- Last failure (seq 13): `$ cargo test -p p checksum`\n  thread 'checksum' panicked at src/p.rs:40:9: crc mismatch",
+            "- Your plan: done: reproduce the checksum failure · in progress: fix parse_header · to do: update docs/p.md",
+        ],
+    );
+    // What the latest words already show is not listed again.
+    for shown in ["`parse_header`", "`build_crc_table`", "`crcTable.update`"] {
+        assert!(!names.contains(shown), "{shown} listed again: {names}");
+    }
+}
+
+#[test]
+fn the_names_line_leaves_out_what_the_checkpoint_and_the_tail_already_hold() {
+    let facts = facts_of(&work_region());
+    let tail = MessageFacts::parse(r#"{"role":"assistant","content":[{"type":"text","text":"Now CrcTable again."}]}"#)
+        .unwrap();
+    let t = thought(&facts, &[tail], "- Edited: `HeaderParser.frobnicate`", Language::En);
+    let names = t.lines().find(|l| l.starts_with("Names in play: ")).unwrap_or("");
+    assert!(
+        !names.contains("`CrcTable`") && !names.contains("`HeaderParser.frobnicate`"),
+        "{names}"
+    );
+}
+
+#[test]
+fn a_passing_run_after_the_failure_resolves_it_and_checks_the_edits_before_it() {
+    let mut region = work_region();
+    let more = serde_json::json!([
+        { "role": "assistant", "content": [{ "type": "tool-call", "id": "b2", "name": "bash", "arguments": "{\"command\":\"cargo test -p p checksum -- --nocapture\"}" }] },
+        { "role": "user", "content": [{ "type": "tool-result", "toolCallId": "b2", "content": [{ "type": "text", "text": "test checksum ... ok\n[exit code 0]" }] }] },
+        { "role": "assistant", "content": [{ "type": "tool-call", "id": "w", "name": "write_file", "arguments": "{\"path\":\"docs/p.md\",\"content\":\"# p\"}" }] },
+        { "role": "user", "content": [{ "type": "tool-result", "toolCallId": "w", "content": [{ "type": "text", "text": "written" }] }] },
+    ]);
+    region
+        .as_array_mut()
+        .unwrap()
+        .extend(more.as_array().unwrap().iter().cloned());
+    let t = thought(&facts_of(&region), &[], "", Language::En);
+    assert!(!t.contains("Last failure"), "{t}");
+    assert_has(
+        &t,
+        &[
+            "- Edited since the last passing run: `docs/p.md`",
+            "- Edits a passing run checked (seq 16, `$ cargo test -p p checksum -- --nocapture`): `src/p.rs`",
+        ],
+    );
+}
+
+#[test]
+fn a_long_latest_text_keeps_its_opening_and_its_end_and_chinese_has_its_own_words() {
+    let long = format!(
+        "Opening: the plan is to split the parser. {} Next: run the tests.",
+        "detail ".repeat(400)
+    );
+    let region = serde_json::json!([{ "role": "assistant", "content": [{ "type": "text", "text": long }] }]);
+    let t = thought(&facts_of(&region), &[], "", Language::En);
+    assert!(
+        t.starts_with("Your latest words (seq 10):\nOpening: the plan is to split the parser."),
+        "{t}"
+    );
+    assert!(
+        t.contains(" chars of this text left out here …]") && t.ends_with("Next: run the tests."),
+        "{t}"
+    );
+    assert!(len16(&t) <= 1000, "{}", len16(&t));
+    let zh = thought(&facts_of(&work_region()), &[], "", Language::Zh);
+    assert_has(
+        &zh,
+        &[
+            "你最近的原话（seq 15）：",
+            "在用的名字：",
+            "工作的未完成状态：",
+            "- 最近一次失败（seq 13）：",
+        ],
+    );
+    assert!(!zh.contains("Your "), "{zh}");
+    // Nothing to say: no text, no calls.
+    let empty = facts_of(&serde_json::json!([{ "role": "user", "content": [{ "type": "text", "text": "hi" }] }]));
+    assert_eq!(thought(&empty, &[], "", Language::En), "");
+}
