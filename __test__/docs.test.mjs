@@ -4,7 +4,9 @@
  * no DSH_HOME (so `~/.dsh`), a private TMPDIR, a PATH of this Node and the system's, no DSH_*,
  * DEEPSEEK_* or npm_* variables from the caller (the machine's TLS trust and proxy variables are
  * kept: they are the machine's). Downloads go through caches shared between runs
- * (`npm_config_cache`, pnpm's `store-dir` and `DSH_FOLD_CACHE` in the test cache), so
+ * (`npm_config_cache`, pnpm's `store-dir` and `DSH_FOLD_CACHE` in the test cache, the tools
+ * cache `DSH_FOLD_TARGETS_CACHE` when set; the rehearsal registry in the sandbox's own
+ * `DSH_FOLD_REHEARSAL_DIR`), so
  * the blocks install for real and fast: `npm install … node@22 pnpm@10`, the host with pnpm,
  * dsh-fold into profiles.
  *
@@ -20,8 +22,9 @@
  *   sandbox's HOME reads as `~`;
  * - on a `text` block, `<!-- test: output-of NAME [ARGS] -->` — it must equal what generator NAME
  *   produces now (DSH_FOLD_UPDATE_DOCS=1 rewrites the block in the page and its Chinese twin).
- * Until dsh-fold is published, `dsh plugin … add dsh-fold` and `npm install … dsh-fold` install
- * the checkout's packed tarballs instead of the registry name (listed too). Each block runs with
+ * The pages say how dsh-fold installs today (the checkout's `npm run pack` tarballs, as step 4 of
+ * the README); a by-name `add dsh-fold` is marked skip until dsh-fold is published, so every
+ * command that runs here runs as written. Each block runs with
  * `bash -e -o pipefail`; its exported variables and working folder carry over to the next block
  * of the page, and the README's final state is where each docs page starts.
  *
@@ -43,7 +46,7 @@ import { anchorsOf, blocksOf, matchesExcerpt } from './helpers/markdown.mjs'
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 const SKIP = process.env.DSH_FOLD_SKIP_E2E ? 'DSH_FOLD_SKIP_E2E is set: the docs install a real DSH host' : false
 /** The pages in reading order; a page not named here (a new one) runs after them, so none is left out. */
-const ORDER = ['index', 'host', 'fold', 'recall', 'block-mode', 'compaction', 'economics', 'cli', 'store', 'performance', 'reliability', 'differences', 'building']
+const ORDER = ['index', 'host', 'fold', 'recall', 'block-mode', 'compaction', 'economics', 'cli', 'store', 'performance', 'reliability', 'differences', 'building', 'releasing']
 const PAGES = [
   'README.md',
   ...ORDER.map((p) => `docs/${p}.md`),
@@ -93,8 +96,6 @@ describe('the README and docs pages, run as written', { skip: SKIP }, () => {
   let tmp
   /** @type {string} */
   let home
-  /** @type {{root: string, platform: string}} */
-  let tarballs
   /** @type {Record<string, string>} */
   let baseEnv
   /** The state file carrying exported variables between blocks, and the working folder. */
@@ -105,7 +106,6 @@ describe('the README and docs pages, run as written', { skip: SKIP }, () => {
 
   before(async () => {
     const { CACHE, ensureHost } = await import('./e2e/harness/install.mjs')
-    const { pack } = await import('../scripts/pack.mjs')
     ensureHost() // the pinned host `try` falls back to, from the test cache
     tmp = mkdtempSync(path.join(tmpdir(), 'dsh-fold-docs-'))
     home = path.join(tmp, 'home')
@@ -115,7 +115,6 @@ describe('the README and docs pages, run as written', { skip: SKIP }, () => {
     // pnpm's global config: its package store in the test cache, so the host installs from it.
     mkdirSync(path.join(home, '.config', 'pnpm'), { recursive: true })
     writeFileSync(path.join(home, '.config', 'pnpm', 'rc'), `store-dir=${path.join(CACHE, 'pnpm-store')}\n`)
-    tarballs = pack(path.join(tmp, 'pack'))
     baseEnv = {
       HOME: home,
       USER: process.env.USER ?? 'user',
@@ -127,7 +126,11 @@ describe('the README and docs pages, run as written', { skip: SKIP }, () => {
       // The machine's TLS trust and proxies are the machine's, not the user's: kept.
       ...Object.fromEntries(Object.entries(process.env).filter(([k]) => /^(NODE_EXTRA_CA_CERTS|SSL_CERT_FILE|SSL_CERT_DIR|https?_proxy|HTTPS?_PROXY|no_proxy|NO_PROXY)$/.test(k))),
       DSH_FOLD_CACHE: CACHE,
+      // releasing.md's rehearsals write their registry here, not into the checkout's target/,
+      // where npm test's own rehearsal left its transcript.
+      DSH_FOLD_REHEARSAL_DIR: path.join(tmp, 'rehearsal'),
       ...(process.env.CARGO_HOME ? { CARGO_HOME: process.env.CARGO_HOME } : {}),
+      ...(process.env.DSH_FOLD_TARGETS_CACHE ? { DSH_FOLD_TARGETS_CACHE: process.env.DSH_FOLD_TARGETS_CACHE } : {}),
       ...(process.env.RUSTUP_HOME ? { RUSTUP_HOME: process.env.RUSTUP_HOME } : {}),
     }
     state = path.join(tmp, 'state.sh')
@@ -192,22 +195,6 @@ describe('the README and docs pages, run as written', { skip: SKIP }, () => {
     )
   }
 
-  /** The block's text with the unpublished name replaced by the packed tarballs (and what was replaced). @param {string} body */
-  function substitute(body) {
-    const both = `${tarballs.root} ${tarballs.platform}`
-    let changed = ''
-    const out = body
-      .replace(/^(dsh plugin --profile \S+ add) dsh-fold$/gm, (_m, cmd) => {
-        changed = 'the registry name dsh-fold → the checkout\'s packed tarballs (dsh-fold is not published yet)'
-        return `${cmd} ${both}`
-      })
-      .replace(/^(npm install .*) dsh-fold$/gm, (_m, cmd) => {
-        changed = 'the registry name dsh-fold → the checkout\'s packed tarballs (dsh-fold is not published yet)'
-        return `${cmd} ${both}`
-      })
-    return { out, changed }
-  }
-
   for (const page of PAGES) {
     test(`${page}: every shell block runs as written`, { timeout: 1_800_000 }, async (t) => {
       const text = readFileSync(path.join(ROOT, page), 'utf8')
@@ -228,8 +215,6 @@ describe('the README and docs pages, run as written', { skip: SKIP }, () => {
           listed.push(`${where} skipped: ${block.marker.replace(/^skip\s*/, '')}`)
           continue
         }
-        const { out, changed } = substitute(block.body)
-        if (changed) listed.push(`${where}: ${changed}`)
         const env = { ...baseEnv }
         /** @type {Awaited<ReturnType<typeof import('../bin/host/model-server.mjs').startModelServer>> | null} */
         let model = null
@@ -238,7 +223,7 @@ describe('the README and docs pages, run as written', { skip: SKIP }, () => {
           model = await startModelServer(docsModel())
           Object.assign(env, { DEEPSEEK_BASE_URL: model.url, DEEPSEEK_API_KEY: 'sk-docs-test' })
         }
-        let script = out
+        let script = block.body
         let server
         if (block.marker.startsWith('server ')) {
           server = new RegExp(block.marker.slice('server '.length))
