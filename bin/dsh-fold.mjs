@@ -45,7 +45,7 @@ const COMMANDS = {
     args: [0, 0, ''],
   },
   try: {
-    usage: `Usage: dsh-fold try [--profile NAME] [--dsh-home DIR] [--patch FILE] [--cwd DIR] [--keep] [--json] "TASK"
+    usage: `Usage: dsh-fold try [--profile NAME] [--dsh-home DIR] [--patch FILE] [--cwd DIR] [--keep] [--json] ["TASK"]
   Boot a real DSH host headless with dsh-fold's rows and run one task, printing what the
   model did and each fold. The host is the one you installed (found from \`dsh\` on PATH or
   $DSH_HOME/profiles), else the pinned @deepseek-ai/dsh 0.1.0-rc.8, installed with Node 22

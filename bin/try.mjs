@@ -1,7 +1,7 @@
 // @ts-check
 /**
  * @module bin/try
- * `dsh-fold try [--profile NAME] [--dsh-home DIR] [--patch FILE] [--cwd DIR] [--keep] [--json] "TASK"`:
+ * `dsh-fold try [--profile NAME] [--dsh-home DIR] [--patch FILE] [--cwd DIR] [--keep] [--json] ["TASK"]`:
  * one task in a real DeepSeek Harness host, headless, with dsh-fold's rows, printing what the
  * model did and each fold as the session's own log records them.
  *
