@@ -115,7 +115,7 @@ describe('dsh-fold try on a real installed host', { skip: SKIP }, () => {
       /→ read \{"file_path":"src\/main\.js"\}\n {2}→ grep \{"pattern":"name","path":"src"\}/,
       /← bash: Hello, Adda!/,
       /→ rewind \{\}/,
-      /⤷ fold of mark 1: \d+ surface nodes \(seq \d+\.\.\d+\) replaced by a \d+-char report; the model reads from now on:\n {4}│ ## Findings/,
+      /⤷ fold of mark 1: \d+ surface nodes \(seq \d+\.\.\d+\) replaced by a \d+-char report \(and recall's hint line: \d+ chars in all\); the model reads from now on:\n {4}│ ## Findings/,
       /← rewind: Folded \d+ surface nodes \(seq \d+\.\.\d+, \d+ chars\) into an extractive report \(\d+ chars\)\./,
       /→ recall \{"fold":"latest","query":"displayName","around":0\}/,
       /← recall: \d+ lines: \d+ lines? in fold 1 match displayName:/,
@@ -129,6 +129,8 @@ describe('dsh-fold try on a real installed host', { skip: SKIP }, () => {
       assert.ok(m, `not found after offset ${at}: ${re}\n${out}`)
       at += m.index + m[0].length
     }
+    // One figure for the fold's report: the transcript's is the rewind result's.
+    assert.equal(/replaced by a (\d+)-char report/.exec(out)?.[1], /into an extractive report \((\d+) chars\)/.exec(out)?.[1], out)
     assert.deepEqual(snapshot(path.join(home, '.dsh')), homeBefore, '~/.dsh untouched')
     // (node-compile-cache is Node's own, made by the npm that installs the tarballs: a shared cache, not a leftover)
     assert.deepEqual(readdirSync(tmpdirOfRuns).filter((f) => f !== 'node-compile-cache'), [], 'the temporary DSH home, workspace and the host\'s temp files are removed')
