@@ -230,8 +230,8 @@ async function demo(opts) {
   const { mirrorOf, sessionHost } = await dsh('demo')
   if (opts.save !== undefined && !String(opts.save).trim()) throw new CliError('--save needs a file path', 64)
   const dir = mkdtempSync(path.join(tmpdir(), 'dsh-fold-demo-'))
+  const store = path.join(dir, 'storages', 'checkpoint.json')
   try {
-    const store = path.join(dir, 'storages', 'checkpoint.json')
     const { session, rewindCallId, step } = await buildDemoSession((s) => addon.mark(store, s.id, s.seq, 'find why cargo test -p parser fails'))
     const before = { nodes: session.surface.nodes.length, chars: visible(session, mirrorOf) }
     const { extractiveSummarizer } = await import('../plugin/fold/extractive.js')
@@ -257,6 +257,9 @@ async function demo(opts) {
       wrote(String(opts.save), false, `the session log; price it: dsh-fold economics ${opts.save}`)
     }
   } finally {
+    // The fold's stamp is written after the fold resolved: the store is closed (the stamp has
+    // landed) before its folder goes, or the stamp would bring the folder back.
+    await addon.closeStore(store)
     rmSync(dir, { recursive: true, force: true })
   }
 }

@@ -45,7 +45,8 @@ pub use crate::recall::{recall_search, RecallSearch};
 pub use crate::report::{extractive_report, extractive_report_of, report_facts, ReportFacts, ReportOptions};
 pub use crate::rewind::rewind;
 pub use crate::store::{
-    compact_store, complete_fold, find_mark, has_active, has_active_sync, latest_mark, list_marks, mark, open_store,
+    close_store, compact_store, complete_fold, find_mark, has_active, has_active_sync, latest_mark, list_marks, mark,
+    open_store,
 };
 pub use crate::types::*;
 pub use crate::zstd::{decode_zstd, decode_zstd_log};
