@@ -38,6 +38,7 @@ import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 
+import { killGroup, stopGroup } from '../bin/host/launch.mjs'
 import { anchorsOf, blocksOf, matchesExcerpt } from './helpers/markdown.mjs'
 
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
@@ -158,13 +159,11 @@ describe('the README and docs pages, run as written', { skip: SKIP }, () => {
         let stdout = ''
         let stderr = ''
         let done = false
-        const kill = (/** @type {NodeJS.Signals} */ sig) => {
-          try {
-            if (child.pid) process.kill(-child.pid, sig)
-          } catch {
-            // the group is gone
-          }
-        }
+        let stopping = false
+        /** @type {Promise<void>} */
+        const closed = new Promise((resolveClosed) => child.on('close', () => resolveClosed()))
+        // A block's processes (a server, a host) are stopped the one graceful way (bin/host/launch.mjs).
+        const stop = () => child.pid && stopGroup(child.pid, closed)
         const finish = (/** @type {number | null} */ code) => {
           if (done) return
           done = true
@@ -173,19 +172,19 @@ describe('the README and docs pages, run as written', { skip: SKIP }, () => {
         }
         child.stdout.setEncoding('utf8').on('data', (d) => {
           stdout += d
-          if (server?.test(stdout)) {
-            kill('SIGTERM')
-            setTimeout(() => kill('SIGKILL'), 5000).unref()
-            finish(0)
+          // A server that is up is stopped; the block ends (passes) once its processes are gone.
+          if (server?.test(stdout) && !stopping) {
+            stopping = true
+            stop()
           }
         })
         child.stderr.setEncoding('utf8').on('data', (d) => (stderr += d))
         const timer = setTimeout(() => {
-          kill('SIGKILL')
+          stop()
           finish(null)
         }, 600_000)
         child.on('close', (code) => {
-          if (server) kill('SIGKILL')
+          if (child.pid) killGroup(child.pid, 'SIGKILL') // what the block left in its group
           finish(server ? (server.test(stdout) ? 0 : code ?? 1) : code)
         })
       })
