@@ -19,7 +19,7 @@ const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 const BIN = path.join(ROOT, 'bin', 'dsh-fold.mjs')
 const FIXTURES = path.join(ROOT, '__test__', 'fixtures', 'cli')
 const VERSION = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')).version
-const SUBCOMMANDS = ['demo', 'marks', 'fold', 'economics', 'preset', 'try', 'doctor']
+const SUBCOMMANDS = ['demo', 'marks', 'fold', 'economics', 'preset', 'try', 'doctor', 'compaction']
 
 /**
  * Runs a command; resolves {code, stdout, stderr}.

@@ -112,7 +112,7 @@ describe('dsh-fold doctor on a real installed host', { skip: SKIP }, () => {
     const r = doctor(healthy)
     assert.equal(r.code, 0, r.stdout + r.stderr)
     assert.equal(r.report.ok, true)
-    assert.deepEqual(r.report.checks.map((/** @type {any} */ c) => c.id), ['node', 'host', 'launcher', 'profile', 'bundle', 'rows', 'block', 'preset', 'store', 'addon'])
+    assert.deepEqual(r.report.checks.map((/** @type {any} */ c) => c.id), ['node', 'host', 'launcher', 'profile', 'bundle', 'rows', 'compaction', 'profiles', 'block', 'preset', 'store', 'addon'])
     for (const c of r.report.checks) assert.equal(c.ok, true, `${c.id}: ${c.label}`)
     assert.match(r.stdout, /^dsh-fold doctor: profile headless in /)
     assert.match(r.stdout, /✓ Node v22\./)
@@ -120,7 +120,9 @@ describe('dsh-fold doctor on a real installed host', { skip: SKIP }, () => {
     assert.match(r.stdout, /✓ launcher: `dsh --profile headless` can start \(@deepseek-ai\/cordis-plugin-hmr 1\.0\.17 with registerConfig; HMR row launcher-hmr mounted at boot\)/)
     assert.match(r.stdout, /✓ rows: tool-checkpoint, tool-rewind, tool-recall, block-ui/)
     assert.match(r.stdout, /✓ addon: .*dsh-fold-linux-x64-gnu.*\.node loads/)
-    assert.match(r.stdout, /10 of 10 checks pass\n$/)
+    assert.match(r.stdout, /✓ compaction: compaction-basic \(row compaction-basic, from @deepseek-ai\/dsh-base's bundle patch\); dsh-fold compaction enable --profile headless swaps in dsh-fold\/compaction; compacts at 0\.8 of the context window \(a 0\.16 tail kept\); one model call per compaction \(maxTokens 8192\)\n/)
+    assert.match(r.stdout, /✓ other profiles: none in .*profiles\n/)
+    assert.match(r.stdout, /12 of 12 checks pass\n$/)
     assert.deepEqual(snapshot(path.dirname(healthy)), before, 'doctor wrote nothing')
   })
 
@@ -172,6 +174,67 @@ describe('dsh-fold doctor on a real installed host', { skip: SKIP }, () => {
     const home = copyHome('disabled-row')
     writeFileSync(path.join(home, 'profiles', 'headless', 'cordis.patch.yml'), '- id: tool-recall\n  disabled: true\n')
     failsOnly(doctor(home), 'rows', /rows missing from profile headless: tool-recall \(dsh-fold\/recall\) disabled/, /remove the `disabled: true` of tool-recall/)
+  })
+
+  /** `dsh-fold compaction ARGS` on a home, as a user runs it. @param {string} dshHome @param {string[]} args */
+  function compaction(dshHome, args) {
+    const r = spawnSync(process.execPath, [BIN, 'compaction', ...args], { env: { ...process.env, HOME: path.dirname(dshHome), DSH_HOME: dshHome, PATH: userPath }, encoding: 'utf8' })
+    assert.equal(r.status, 0, r.stderr)
+  }
+
+  test('compaction ✓: the backend each profile mounts, from which file, with its settings', async () => {
+    const home = copyHome('compaction-enabled')
+    compaction(home, ['enable', '--profile', 'headless'])
+    const { hostEnv, initProfile } = await import('../bin/host/launch.mjs')
+    await initProfile({ node22: readme.node22, dshPackage: readme.dshPackage, profile: 'work', env: hostEnv({ dshHome: home }), cwd: home })
+    const r = doctor(home)
+    assert.equal(r.code, 0, r.stdout)
+    assert.match(r.checks.compaction.label, /^compaction: dsh-fold\/compaction \(row compaction-fold, from ~\/\.dsh\/profiles\/headless\/cordis\.patch\.yml, written by dsh-fold compaction enable\); compacts at 0\.8 of the context window \(a 0\.16 tail kept\); summarizer extractive \(no model call\); checkpoint cap 0\.15 of the window, at least 8192 tokens; language en$/)
+    assert.equal(r.checks.profiles.label, 'other profiles: work (compaction-basic)')
+  })
+
+  test('profiles ✗: the old README\'s home-wide rows stop a profile without dsh-fold, so not every check passes', async () => {
+    const home = copyHome('compaction-home-wide')
+    const { hostEnv, initProfile } = await import('../bin/host/launch.mjs')
+    await initProfile({ node22: readme.node22, dshPackage: readme.dshPackage, profile: 'work', env: hostEnv({ dshHome: home }), cwd: home })
+    appendFileSync(path.join(home, 'cordis.patch.yml'), '- id: compaction-basic\n  disabled: true\n- insert:\n    - id: compaction-fold\n      name: dsh-fold/compaction\n')
+    // The profile checked is fine, and says where its backend comes from...
+    const r = doctor(home)
+    failsOnly(r, 'profiles', /^other profiles: profile work does not start \("plugin\(s\) failed to load: dsh-fold\/compaction"\): it reads a dsh-fold\/compaction row from ~\/\.dsh\/cordis\.patch\.yml \(lines 5–9\), which every profile reads, and it does not have dsh-fold$/, /^delete lines 5–9 of ~\/\.dsh\/cordis\.patch\.yml \(the swap written where every profile reads it\)\ndsh-fold compaction enable --profile headless$/)
+    assert.equal(r.checks.compaction.ok, true)
+    assert.match(r.checks.compaction.label, /^compaction: dsh-fold\/compaction \(row compaction-fold, from ~\/\.dsh\/cordis\.patch\.yml\); .*; note: dsh-fold\/compaction is mounted from ~\/\.dsh\/cordis\.patch\.yml \(lines 5–9\), which every profile reads/)
+    assert.match(r.stdout, /11 of 12 checks pass\n$/)
+    // ...and the broken one, checked, fails its own compaction check.
+    const work = doctor(home, { args: ['--profile', 'work'] })
+    assert.equal(work.checks.compaction.ok, false)
+    assert.match(work.checks.compaction.label, /^compaction: profile work does not start/)
+    // The fix, as printed, makes every check pass.
+    const lines = readFileSync(path.join(home, 'cordis.patch.yml'), 'utf8').split('\n')
+    lines.splice(4, 5)
+    writeFileSync(path.join(home, 'cordis.patch.yml'), lines.join('\n'))
+    compaction(home, ['enable', '--profile', 'headless'])
+    const fixed = doctor(home)
+    assert.equal(fixed.code, 0, fixed.stdout)
+    assert.equal(fixed.checks.profiles.label, 'other profiles: work (compaction-basic)')
+  })
+
+  test('compaction ✗: dsh-fold/compaction where dsh-fold is missing; a config the backend refuses', async () => {
+    const home = copyHome('compaction-broken')
+    const { hostEnv, initProfile } = await import('../bin/host/launch.mjs')
+    await initProfile({ node22: readme.node22, dshPackage: readme.dshPackage, profile: 'work', env: hostEnv({ dshHome: home }), cwd: home })
+    // The swap written by hand into a profile without dsh-fold.
+    writeFileSync(path.join(home, 'profiles', 'work', 'cordis.patch.yml'), '- id: compaction-basic\n  disabled: true\n- insert:\n    - id: compaction-fold\n      name: dsh-fold/compaction\n')
+    const r = doctor(home, { args: ['--profile', 'work'] })
+    failsOnly(r, 'compaction', /^compaction: profile work does not start \("plugin\(s\) failed to load: dsh-fold\/compaction"\): it reads a dsh-fold\/compaction row from ~\/\.dsh\/profiles\/work\/cordis\.patch\.yml and it does not have dsh-fold$/, /^delete lines 1–5 of ~\/\.dsh\/profiles\/work\/cordis\.patch\.yml   \(or add dsh-fold: dsh plugin --profile work add dsh-fold\)$/)
+    // Seen from headless, the same profile is the other one that would not start.
+    const fromHeadless = doctor(home)
+    failsOnly(fromHeadless, 'profiles', /^other profiles: profile work does not start/)
+    // A config dsh-fold/compaction refuses at load.
+    const bad = copyHome('compaction-bad-config')
+    compaction(bad, ['enable', '--profile', 'headless'])
+    const file = path.join(bad, 'profiles', 'headless', 'cordis.patch.yml')
+    writeFileSync(file, readFileSync(file, 'utf8').replace('config: {}', 'config: {thresholdRatio: 0.1, retainRatio: 0.5}'))
+    failsOnly(doctor(bad), 'compaction', /^compaction: profile headless's compaction-fold row fails at load: dsh-fold\/compaction: retainRatio \(0\.5\) must be less than thresholdRatio \(0\.1\)$/, /^fix the row's config in ~\/\.dsh\/profiles\/headless\/cordis\.patch\.yml/)
   })
 
   test('block ✗: block mode\'s row on without DSH_TOOLS_MODE=both; ✓ with it', () => {

@@ -292,6 +292,46 @@ describe('economics of a block commit', () => {
 
 // ---- the cache model on hand-built logs ------------------------------------------------------
 
+describe('economics of compactions, per backend', () => {
+  it('a session compacted by compaction-basic, then resumed with dsh-fold/compaction: each backend listed with its compactions, calls and tokens freed', async () => {
+    const { agentOn, bootHost: bootCompaction, compactionsOf, PressureModel, probe, prompt } = await import('./compaction/harness.mjs')
+    const steps = (/** @type {any} */ _o, /** @type {number} */ n) => (n % 9 === 8 ? { text: 'Done.' } : { calls: [probe(`e${n}`, `src/e/${n}.rs`)] })
+    // compaction-basic first (its summary request answered by the scripted model)...
+    const basicRoot = await bootCompaction({ model: new PressureModel({ contextWindow: 6000, script: steps }), backend: 'basic' })
+    const first = await agentOn(basicRoot, 'econ-mixed')
+    await prompt(first, 'Audit src/e.')
+    const basicCount = compactionsOf(first.session).length
+    assert.ok(basicCount >= 1)
+    // ...then the same session, restored from its log, in a host with dsh-fold/compaction.
+    const seed = JSON.parse(JSON.stringify(first.session.events))
+    const foldRoot = await bootCompaction({ model: new PressureModel({ contextWindow: 6000, script: steps }), backend: 'fold' })
+    const { agent } = await foldRoot.agents.create({ sessionId: SessionId('econ-mixed'), seed, agentOptions: { provider: 'scripted', model: 'm1' }, meta: { cwd: tmpdir() } })
+    await prompt(agent, 'And once more.')
+    const all = compactionsOf(agent.session)
+    const foldCount = all.length - basicCount
+    assert.ok(foldCount >= 1, 'dsh-fold/compaction compacted the resumed session')
+    const file = path.join(DIR, 'mixed.jsonl')
+    persist(agent.session, file)
+
+    const r = await cli(['economics', file, '--json'])
+    assert.equal(r.code, 0, r.stderr)
+    const a = JSON.parse(r.stdout)
+    assert.deepEqual(a.compactions.map((/** @type {any} */ b) => [b.backend, b.compactions, b.modelCalls]), [['compaction-basic', basicCount, basicCount], ['dsh-fold', foldCount, 0]])
+    for (const b of a.compactions) {
+      const mine = a.folds.filter((/** @type {any} */ f) => f.kind === 'compaction' && f.backend === b.backend)
+      assert.equal(b.tokensFreed, mine.reduce((/** @type {number} */ x, /** @type {any} */ f) => x + f.tokensFreed, 0))
+      assert.equal(b.callCost, Math.round(mine.reduce((/** @type {number} */ x, /** @type {any} */ f) => x + (f.reportCall?.cost ?? 0), 0) * 1e6) / 1e6)
+    }
+    assert.ok(a.compactions[0].callInput > 0 && a.compactions[0].callCost > 0, 'basic\'s calls are priced')
+    assert.equal(a.compactions[1].callCost, 0)
+
+    const text = await cli(['economics', file])
+    assert.equal(text.code, 0, text.stderr)
+    const basic = a.compactions[0]
+    assert.match(text.stdout, new RegExp(`\\ncompactions by backend:\\n  compaction-basic: ${basicCount} compactions?, ${basicCount} summary calls? \\(${basic.callInput.toLocaleString('en-US')} input \\+ [\\d,]+ output tokens, \\$${basic.callCost.toFixed(6)}\\), [\\d,]+ tokens freed\\n  dsh-fold/compaction: ${foldCount} compactions?, no model call, ${a.compactions[1].tokensFreed.toLocaleString('en-US')} tokens freed\\n`))
+  })
+})
+
 describe('the request rebuild and the cache model', () => {
   it('rebuilds each request from the surface before its reply; without the folds, shadowed nodes stay', () => {
     const b = new SessionBuilder('walk')

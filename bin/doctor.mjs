@@ -19,22 +19,29 @@
  * 5. bundle   — dsh-fold is installed in it and listed in `dsh.profile.bundles`;
  * 6. rows     — the composed profile mounts dsh-fold's rows, enabled: tool-checkpoint,
  *               tool-rewind, tool-recall, block-ui (and block mode's when present);
- * 7. block    — block mode, when its row is enabled: Code Mode's runtime row and the host's
+ * 7. compaction — the backend the profile mounts (bin/compaction.mjs reads every layer the host
+ *               composes), from which file, and its key settings; ✗ when it cannot load: our row
+ *               where dsh-fold is missing, two backends, a config the backend refuses;
+ * 8. profiles — every other profile of the DSH home still starts as far as compaction goes: a
+ *               `dsh-fold/compaction` row in a layer a profile without dsh-fold reads (the
+ *               home-wide patch) stops it, so "all checks pass" is never said over a broken one;
+ * 9. block    — block mode, when its row is enabled: Code Mode's runtime row and the host's
  *               tools presented as `both` (DSH_TOOLS_MODE=both for headless); off is fine;
- * 8. preset   — the `block-ptc` preset (bin/preset.mjs status): absent is fine; installed must
+ * 10. preset  — the `block-ptc` preset (bin/preset.mjs status): absent is fine; installed must
  *               be unmodified and match the host's current `code` preset;
- * 9. store    — the checkpoint store the profile uses is readable (marks, journal size), or
+ * 11. store   — the checkpoint store the profile uses is readable (marks, journal size), or
  *               not created yet;
- * 10. addon   — the profile's dsh-fold loads its binary for this platform (in a child process).
+ * 12. addon   — the profile's dsh-fold loads its binary for this platform (in a child process).
  */
 import { spawnSync } from 'node:child_process'
-import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs'
+import { existsSync, readFileSync, statSync } from 'node:fs'
 import { homedir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 import { addon } from '../plugin/shared/addon.js'
-import { dshHomeOf, findInstalledHost, nodeMajor, onPath } from './host/find.mjs'
+import { backendLine, inspectCompaction } from './compaction.mjs'
+import { dshHomeOf, findInstalledHost, nodeMajor, onPath, packageDir, tilde } from './host/find.mjs'
 import { defaultCache, DSH_VERSION } from './host/install.mjs'
 import { runBoot } from './host/launch.mjs'
 
@@ -54,18 +61,6 @@ const ROWS = [
  * @property {string} label what was found, in one line
  * @property {string} [fix] the command(s) that fix a ✗
  */
-
-/** `~/x` for paths under the home folder, for shorter lines. @param {string} p */
-const tilde = (p) => (p.startsWith(homedir() + path.sep) ? `~${p.slice(homedir().length)}` : p)
-
-/** The folder of package `name` as Node resolves it from `fromDir` (its node_modules chain). @param {string} fromDir @param {string} name */
-function packageDir(fromDir, name) {
-  for (let at = fromDir; ; at = path.dirname(at)) {
-    const candidate = path.join(at, 'node_modules', ...name.split('/'))
-    if (existsSync(path.join(candidate, 'package.json'))) return realpathSync(candidate)
-    if (path.dirname(at) === at) return null
-  }
-}
 
 /** @param {string} file @returns {any} */
 function readJson(file) {
@@ -99,6 +94,18 @@ const INSTALL_HOST = [
 ].join(' && ')
 /** @param {string} dshHome */
 const HMR_ROW = (dshHome) => `printf '%s\\n' '- insert:' '    - id: launcher-hmr' "      name: '${HMR}'" '      config: { root: [] }' >> ${dshHome === path.join(homedir(), '.dsh') ? '~/.dsh' : dshHome}/cordis.patch.yml`
+
+/**
+ * Every profile's compaction backend (bin/compaction.mjs), or null when the host cannot compose them.
+ * @param {string} dshHome @param {{dir: string, node22: string}} host
+ */
+async function compactionOfProfiles(dshHome, host) {
+  try {
+    return await inspectCompaction({ dshHome, host })
+  } catch {
+    return null
+  }
+}
 
 /**
  * @param {Record<string, any>} opts the parsed command line
@@ -208,7 +215,30 @@ export async function runDoctor(opts, cli) {
       })
   }
 
-  // 7. Block mode.
+  // 7-8. The compaction backend, in this profile and in every other one.
+  const compaction = host && node22 && hasProfile ? await compactionOfProfiles(dshHome, { dir: host.dir, node22 }) : null
+  const mine = compaction?.profiles.find((p) => p.profile === profile)
+  if (!compaction || !mine) {
+    check({ id: 'compaction', ok: false, label: `compaction: ${!hasProfile ? 'no profile' : !host ? 'no host to compose the profile with' : 'no Node >= 22 to compose the profile with'}` })
+  } else {
+    const fatal = mine.problems.filter((p) => p.fatal)
+    const notes = mine.problems.filter((p) => !p.fatal)
+    check(fatal.length === 0
+      ? { id: 'compaction', ok: true, label: `compaction: ${backendLine(mine)}${mine.settings ? `; ${mine.settings}` : ''}${notes.map((p) => `; note: ${p.message} (dsh-fold compaction status says how to move it)`).join('')}` }
+      : { id: 'compaction', ok: false, label: `compaction: ${fatal.map((p) => p.message).join('; ')}`, ...(fatal.some((p) => p.fix) ? { fix: fatal.map((p) => p.fix).filter(Boolean).join('\n') } : {}) })
+  }
+  const others = compaction?.profiles.filter((p) => p.profile !== profile) ?? []
+  if (!compaction) {
+    check({ id: 'profiles', ok: false, label: 'other profiles: not read (no profile, host or Node >= 22 to compose them with)' })
+  } else {
+    const broken = others.filter((p) => !p.starts)
+    const fixes = [...new Set(broken.flatMap((p) => p.problems.filter((x) => x.fatal && x.fix).flatMap((x) => /** @type {string} */ (x.fix).split('\n'))))]
+    check(broken.length === 0
+      ? { id: 'profiles', ok: true, label: `other profiles: ${others.length ? others.map((p) => `${p.profile} (${p.backend})`).join(', ') : `none in ${tilde(path.join(dshHome, 'profiles'))}`}${compaction.homeSwap ? `; ${tilde(compaction.homeFile)} swaps the backend for every profile (${compaction.homeSwap.map((r) => `lines ${r.from}–${r.to}`).join(', ')}): a new profile without dsh-fold would not start` : ''}` }
+      : { id: 'profiles', ok: false, label: `other profiles: ${broken.map((p) => p.problems.filter((x) => x.fatal).map((x) => x.message).join('; ')).join('; ')}`, ...(fixes.length ? { fix: fixes.join('\n') } : {}) })
+  }
+
+  // 9. Block mode.
   const blockRows = enabled((r) => r.name === 'dsh-fold/block')
   if (blockRows.length === 0) {
     check({ id: 'block', ok: true, label: 'block mode: off in this profile (optional: the block-ptc preset in the web UI, or block mode\'s row with DSH_TOOLS_MODE=both headless)' })
@@ -225,7 +255,7 @@ export async function runDoctor(opts, cli) {
       : { id: 'block', ok: false, label: `block mode's row ${blockRows[0].id} is on but the host will not run it: ${problems.join('; ')}`, fix: viaEnv ? 'export DSH_TOOLS_MODE=both   (before dsh --profile ...)' : 'use the block-ptc preset (dsh-fold preset install) or set the tools row\'s mode to both' })
   }
 
-  // 8. The preset.
+  // 10. The preset.
   const presets = await import('./preset.mjs')
   const preset = await presets.status({ 'dsh-home': dshHome, profile, ...(host ? { host: host.dir } : {}) })
   const presetDir = tilde(preset.dir)
@@ -234,7 +264,7 @@ export async function runDoctor(opts, cli) {
   else if (preset.state === 'installed') check({ id: 'preset', ok: false, label: `preset block-ptc at ${presetDir} no longer matches the host's code preset (host upgraded)`, fix: 'dsh-fold preset install' })
   else check({ id: 'preset', ok: false, label: `preset block-ptc at ${presetDir} is ${preset.state === 'modified' ? `edited since dsh-fold wrote it (${preset.changed?.join(', ')})` : `not dsh-fold's (${preset.why})`}`, fix: 'dsh-fold preset install --force   (moves your folder to .agent-presets/.dsh-fold-backups/ first)' })
 
-  // 9. The store.
+  // 11. The store.
   const storeRow = enabled((r) => r.name === 'dsh-fold/checkpoint')[0]
   const store = typeof storeRow?.config?.store === 'string' ? path.resolve(storeRow.config.store) : path.join(dshHome, 'storages', 'checkpoint.json')
   if (!existsSync(store)) {
@@ -251,7 +281,7 @@ export async function runDoctor(opts, cli) {
     }
   }
 
-  // 10. The addon binary of the profile's dsh-fold (else this copy's).
+  // 12. The addon binary of the profile's dsh-fold (else this copy's).
   const copy = installed ? path.join(profileDir, 'node_modules', 'dsh-fold') : fileURLToPath(new URL('..', import.meta.url))
   const probe = spawnSync(node22 ?? process.execPath, ['-e', "const m = require(process.argv[1]); const f = Object.keys(require.cache).find((k) => k.endsWith('.node')); process.stdout.write(JSON.stringify({ file: f, codes: m.foldErrorCodes().length }))", copy], { encoding: 'utf8', timeout: 30_000 })
   const platform = `${process.platform}-${process.arch}`

@@ -4,15 +4,18 @@
  * The `dsh-fold` command: see a fold with no model and no key (`demo`), run one task in a real
  * DSH host (`try`), check an installation (`doctor`), list the marks of a store (`marks`),
  * dry-run a fold over a persisted DSH session log (`fold`), price a session's folds
- * (`economics`), and install, remove or check block mode's `block-ptc` agent preset (`preset`).
+ * (`economics`), install, remove or check block mode's `block-ptc` agent preset (`preset`), and
+ * choose each profile's compaction backend (`compaction`, bin/compaction.mjs: its options, usage
+ * and checks are declared there).
  *
  * Conventions: `dsh-fold VERB --help` prints that subcommand's usage only; `--version`; an
  * option a subcommand does not take, a stray positional or two exclusive options are usage
  * errors (64); every file written is confirmed (on stderr under `--json`, which keeps stdout
  * for the JSON); subcommands that need the DeepSeek Harness packages say so in one line (69)
  * where they are not installed. Writes only: `demo --save FILE`, `economics --html/--svg`,
- * `preset install|remove` (`$DSH_HOME/.agent-presets/block-ptc` and its backups folder) and
- * `try` (a temporary DSH home unless `--dsh-home`/`--profile` name one).
+ * `preset install|remove` (`$DSH_HOME/.agent-presets/block-ptc` and its backups folder),
+ * `compaction enable|disable` (one profile's `cordis.patch.yml` and its record) and `try` (a
+ * temporary DSH home unless `--dsh-home`/`--profile` name one).
  *
  * Exit codes: 0 ok; 1 the operation failed or was refused (NO_CHECKPOINT, EMPTY_REGION,
  * PRESET_MODIFIED, a doctor check, a try run that did not finish); 64 bad usage; 65 a log,
@@ -26,6 +29,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 import { addon } from '../plugin/shared/addon.js'
+import { command as compaction } from './compaction.mjs'
 
 const VERSION = JSON.parse(readFileSync(fileURLToPath(new URL('../package.json', import.meta.url)), 'utf8')).version
 
@@ -63,9 +67,10 @@ const COMMANDS = {
     usage: `Usage: dsh-fold doctor [--profile NAME] [--dsh-home DIR] [--json]
   Check an installation, one line per check (✓ or ✗ with the command that fixes it): Node
   (>= 22 for the host and block mode), the host and its version, the launcher on rc.8, the
-  dsh-fold bundle in the profile (default: headless) and each of its rows, what block mode
-  needs, the block-ptc preset, the checkpoint store, and the addon binary for this platform.
-  Exit 0 only when every check passes.`,
+  dsh-fold bundle in the profile (default: headless) and each of its rows, the compaction
+  backend it mounts (and every other profile's, when a swap stops one from starting), what
+  block mode needs, the block-ptc preset, the checkpoint store, and the addon binary for this
+  platform. Exit 0 only when every check passes.`,
     options: ['--profile', '--dsh-home', '--json'],
     args: [0, 0, ''],
   },
@@ -112,6 +117,7 @@ const COMMANDS = {
     options: ['--dsh-home', '--host', '--profile', '--force', '--json'],
     args: [1, 1, 'install|remove|status'],
   },
+  compaction,
 }
 
 const EXITS = `Exit codes: 0 ok; 1 failed or refused (NO_CHECKPOINT, EMPTY_REGION, PRESET_MODIFIED, a failed
@@ -182,7 +188,7 @@ function parse(argv) {
   }
   const [min, max, name] = spec.args
   const args = opts._.slice(1)
-  if (verb === 'preset' && args.length > 1) throw new CliError(`preset ${args[0]} takes no arguments (got ${args.slice(1).join(' ')})`, 64)
+  if ((verb === 'preset' || verb === 'compaction') && args.length > 1) throw new CliError(`${verb} ${args[0]} takes no arguments (got ${args.slice(1).join(' ')})`, 64)
   if (args.length > max) {
     const extra = args.slice(max).join(' ')
     throw new CliError(max === 0 ? `${verb} takes no arguments (got ${extra})` : `${verb} takes one ${name} (got also ${extra})${verb === 'try' ? '; quote the task' : ''}`, 64)
@@ -610,6 +616,11 @@ async function main() {
     case 'try': {
       const { runTry } = await import('./try.mjs')
       process.exitCode = await runTry(opts, { fail })
+      return
+    }
+    case 'compaction': {
+      const { runCompaction } = await import('./compaction.mjs')
+      process.exitCode = await runCompaction(opts, { fail })
       return
     }
     case 'doctor': {

@@ -25,7 +25,9 @@
  * of the surface walk, so the nodes they shadowed stay in place (compactions, of any backend,
  * still apply; a compaction that swallowed a fold's report swallows the fold's originals
  * instead). Each compaction is priced alone the way a fold is (the requests after it, without
- * it), next to the folds; the totals compare with and without the folds and block commits.
+ * it), next to the folds, and listed per backend (`compactions`: how many, their summary calls
+ * and what those cost, the tokens they freed); the totals compare with and without the folds
+ * and block commits.
  * The replies are assumed unchanged.
  *
  * Tokens: DSH's token meter (`@deepseek-ai/dsh-token-meter`, the heuristic the host uses):
@@ -44,6 +46,7 @@
 import { isBlockCommitSource, isCompactionSource } from '../plugin/recall/log.js'
 import { splitRecallHint } from '../plugin/recall/hint.js'
 import { isRewindReportSource } from '../plugin/shared/session.js'
+import { compactionBackend } from './session-log.mjs'
 
 /**
  * DeepSeek API prices, USD per 1M tokens, deepseek-chat and deepseek-reasoner (DeepSeek-V3.1),
@@ -102,7 +105,7 @@ export function findFolds(events) {
     } else if (isCompactionSource(source)) {
       const summary = events[e.sourceEventSeqs[1]]
       const data = summary?.type === 'compaction/summary' ? summary.data : undefined
-      const backend = source.foldCompaction ? 'dsh-fold' : data?.llmStreamCall ? 'compaction-basic' : 'other'
+      const { backend } = compactionBackend(source, data)
       const id = String(source.compactionId ?? e.seq).slice(0, 8)
       folds.push({ kind: 'compaction', name: `compaction ${id} (${backend})`, seq: e.seq, shadowed, report: data?.llmStreamCall ? 'llm' : 'extractive', backend, usage: data?.usage })
     }
@@ -423,6 +426,7 @@ export function analyze({ events, session, emptySession, meter, prices, instruct
   return {
     prices,
     folds: perFold,
+    compactions: byBackend(perFold),
     requests,
     totals: {
       with: totalWith,
@@ -438,6 +442,32 @@ export function analyze({ events, session, emptySession, meter, prices, instruct
     },
     recordedUsage: recordedUsage(events),
   }
+}
+
+/**
+ * The compactions per backend (dsh-fold/compaction's, compaction-basic's, any other's), in the
+ * order each backend first compacted: how many, their summary calls and what those cost, the
+ * tokens they freed.
+ * @param {Array<{kind: string, backend?: string, tokensFreed: number, reportCall: {input: number, output: number, cost: number} | null}>} folds
+ */
+export function byBackend(folds) {
+  /** @type {Map<string, {backend: string, compactions: number, modelCalls: number, callInput: number, callOutput: number, callCost: number, tokensFreed: number}>} */
+  const out = new Map()
+  for (const f of folds) {
+    if (f.kind !== 'compaction') continue
+    const backend = f.backend ?? 'other'
+    const b = out.get(backend) ?? { backend, compactions: 0, modelCalls: 0, callInput: 0, callOutput: 0, callCost: 0, tokensFreed: 0 }
+    b.compactions++
+    b.tokensFreed += f.tokensFreed
+    if (f.reportCall) {
+      b.modelCalls++
+      b.callInput += f.reportCall.input
+      b.callOutput += f.reportCall.output
+      b.callCost += f.reportCall.cost
+    }
+    out.set(backend, b)
+  }
+  return [...out.values()]
 }
 
 /** What the provider itself reported in the log's assistant messages, when it did. @param {readonly any[]} events */
@@ -493,6 +523,15 @@ export function renderText(a, about) {
     if (f.reportCall) out.push(`  ${call}: ${n(f.reportCall.input)} input (${n(f.reportCall.hit)} hit, ${n(f.reportCall.miss)} miss) + ${n(f.reportCall.output)} output = ${money(f.reportCall.cost, p)}`)
     else out.push(`  ${call}: none (${f.report === 'extractive' ? `extractive ${what}, no model call` : 'the agent wrote the summary in its own request'})`)
     out.push(`  net effect of this ${f.kind === 'block' ? 'commit' : f.kind} alone: ${f.saved >= 0 ? 'saved' : 'cost'} ${money(Math.abs(f.saved), p)}; ${f.breakEvenRequests === null ? 'it freed nothing, so it never pays back' : `it pays back after ${f.breakEvenRequests} later request${f.breakEvenRequests === 1 ? '' : 's'}`}`)
+  }
+  if (a.compactions.length) {
+    out.push('')
+    out.push('compactions by backend:')
+    for (const b of a.compactions) {
+      const name = b.backend === 'dsh-fold' ? 'dsh-fold/compaction' : b.backend
+      const calls = b.modelCalls ? `${b.modelCalls} summary call${b.modelCalls === 1 ? '' : 's'} (${n(b.callInput)} input + ${n(b.callOutput)} output tokens, ${money(b.callCost, p)})` : 'no model call'
+      out.push(`  ${name}: ${b.compactions} compaction${b.compactions === 1 ? '' : 's'}, ${calls}, ${n(b.tokensFreed)} tokens freed`)
+    }
   }
   const { with: w, without: wo, saved: s } = a.totals
   out.push('')

@@ -33,7 +33,7 @@
  * `$DSH_HOME/.agent-presets/.dsh-fold-backups/block-ptc-<time>/` (a dot-folder the roster never
  * lists), never deleted.
  *
- * Crash safety: the replace is a sequence of atomic steps, each durable before the next —
+ * Crash safety: the replace is a sequence of atomic steps (bin/durable.mjs), each durable before the next —
  * (1) the new preset is written into `.block-ptc.new-<pid>/` (each file and the folder fsynced);
  * (2) the old folder is renamed aside to `.block-ptc.old-<pid>`; (3) the new one is renamed in;
  * (4) the parent is fsynced; (5) the old one is renamed to `.block-ptc.trash-<pid>` and deleted
@@ -51,11 +51,13 @@
  * PRESET_FOREIGN (1, refused: use --force); WRITE_FAILED (73). Nothing is written on any error.
  */
 import { createHash } from 'node:crypto'
-import { chmodSync, closeSync, existsSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeSync } from 'node:fs'
+import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { homedir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
+
+import { discard, fsyncDir, running, writeDurable } from './durable.mjs'
 
 export const PRESET_ID = 'block-ptc'
 const HOST_PACKAGE = '@deepseek-ai/dsh'
@@ -173,7 +175,7 @@ function readJson(file) {
  * The host's own composition YAML dialect: its js-yaml with the loader's `!!js` type.
  * @param {string} hostDir
  */
-async function hostDialect(hostDir) {
+export async function hostDialect(hostDir) {
   const require = createRequire(path.join(hostDir, 'package.json'))
   try {
     const yaml = await import(pathToFileURL(require.resolve('js-yaml')).href)
@@ -336,37 +338,6 @@ const STEP = /^\.block-ptc\.(new|old|trash|tmp)-(\d+)$/
 const stepName = (kind, pid = process.pid) => `.${PRESET_ID}.${kind}-${pid}`
 
 /**
- * Makes what is in `dir` (a folder) durable: its entries' names, renames into or out of it.
- * Windows cannot open a folder to flush it (NTFS journals its renames itself).
- * @param {string} dir
- */
-function fsyncDir(dir) {
-  if (process.platform === 'win32') return
-  const fd = openSync(dir, 'r')
-  try {
-    fsyncSync(fd)
-  } finally {
-    closeSync(fd)
-  }
-}
-
-/**
- * Writes a new file (0600) and makes its bytes durable. Positional writes (each chunk at its
- * offset), so a short write is resumed where it stopped.
- * @param {string} file @param {string} body
- */
-function writeDurable(file, body) {
-  const bytes = Buffer.from(body, 'utf8')
-  const fd = openSync(file, 'wx', 0o600)
-  try {
-    for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at, bytes.length - at, at)
-    fsyncSync(fd)
-  } finally {
-    closeSync(fd)
-  }
-}
-
-/**
  * Moves `from` whole into the backups folder; returns where it went. Durable when it returns.
  * @param {string} presets the `.agent-presets` folder @param {string} from
  */
@@ -393,17 +364,6 @@ function deleteOurs(presets, from) {
   renameSync(from, trash)
   fsyncDir(presets)
   rmSync(trash, { recursive: true, force: true })
-}
-
-/** Whether a process with this id runs (another dsh-fold may be mid-install). @param {number} pid */
-function running(pid) {
-  if (pid === process.pid) return false
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (e) {
-    return /** @type {any} */ (e)?.code === 'EPERM'
-  }
 }
 
 /**
@@ -460,15 +420,6 @@ export function recover(presets) {
   }
   fsyncDir(presets)
   return done
-}
-
-/** Remove a temp folder on an error path; a failure to clean must not hide the error itself. @param {string} dir */
-function discard(dir) {
-  try {
-    rmSync(dir, { recursive: true, force: true })
-  } catch {
-    // e.g. ENOTDIR: the folder was never created
-  }
 }
 
 /** @param {string} what @param {unknown} e @returns {never} */

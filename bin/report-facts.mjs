@@ -14,10 +14,15 @@
  *   in `.ext`; or it is a bare `name.ext` with a source-file extension. URLs are not paths.
  * - **commands**: the first line (trimmed) of every shell call's `command` (a tool named like
  *   `bash`, `shell`, `exec`, `terminal`, `command`).
- * - **errors**: trimmed output lines, of every tool but a successful file read (`read_file`,
- *   `read_text_file`, `view_file`, `Read`, ...), with an error cue (`error`, `fail`,
- *   `traceback`, `denied`, `not found`, `cannot`, ...) at a word start or ending a name before a
- *   single `:` (`TypeError:`), or an error symbol (`✗`, `❌`). Each distinct line counts once.
+ * - **errors**: trimmed output lines with an error cue (`error`, `fail`, `traceback`, `denied`,
+ *   `not found`, `cannot`, ...) at a word start or ending a name before a single `:`
+ *   (`TypeError:`), or an error symbol (`✗`, `❌`), of every call but a successful read of a
+ *   source, document or data file: a read tool (`read_file`, `read_text_file`, `view_file`,
+ *   `Read`, ...) or a shell command that only prints files (`cat`, `head`, `tail`, `nl`, `sed`,
+ *   ... piped through filters, redirecting nothing). A read of a log or a program's output file
+ *   (`build.log`, `nohup.out`, `test_output.txt`: an output extension, or an output word in a
+ *   name whose extension is not a source one) is diagnostics: its error lines count. Each
+ *   distinct line counts once.
  *
  * Retention is verbatim: a fact counts as kept when its first 200 chars occur in the text.
  * `headTail` is the baseline, DSH's `tool-result-pruner` applied to the region: every tool
@@ -68,6 +73,62 @@ function scanPaths(s, out) {
     if (rooted || slashes >= 2 || /\.[A-Za-z0-9]{1,5}$/.test(last)) out.add(tok)
   }
   for (const [m] of s.matchAll(BARE)) out.add(m)
+}
+
+const PRINTS_FILES = new Set(['cat', 'head', 'tail', 'nl', 'less', 'more', 'bat', 'sed'])
+const KEEPS_FILE_TEXT = new Set([...PRINTS_FILES, 'grep', 'egrep', 'rg', 'awk', 'cut', 'sort', 'uniq', 'tr'])
+const SOURCE_EXT = new Set(EXT.split('|').filter((e) => e !== 'txt' && e !== 'log'))
+const OUTPUT_EXT = /\.(?:log|out|err|stderr|stdout|trace)$/i
+const OUTPUT_WORD = /^(?:logs?|outputs?|out|stderr|stdout|err|errors|results?|trace|traceback|junit)$/i
+
+/** A log or a program's output file, by its name. @param {string} file */
+function isOutputFile(file) {
+  const name = file.slice(file.lastIndexOf('/') + 1)
+  if (OUTPUT_EXT.test(name)) return true
+  const dot = name.lastIndexOf('.')
+  if (dot > 0 && SOURCE_EXT.has(name.slice(dot + 1).toLowerCase())) return false
+  return name.split(/[._-]/).some((w) => OUTPUT_WORD.test(w))
+}
+
+/**
+ * The files a shell command's first line only prints (`undefined` when it does anything else):
+ * past `cd` and env assignments, a file-printing program naming files, then only filters, and
+ * no redirection into a file.
+ * @param {string} line
+ */
+function printedFiles(line) {
+  /** @type {string[]} */
+  const files = []
+  let first = true
+  for (const segment of line.split(/\|\|?|;|&&?/)) {
+    const words = segment.trim().split(/\s+/).filter(Boolean)
+    while (words.length && ((/=/.test(words[0]) && !words[0].startsWith('-')) || ['sudo', 'env', 'time', 'nice', 'nohup', 'exec', 'command', 'builtin'].includes(words[0]))) words.shift()
+    if (!words.length) continue
+    const program = /** @type {string} */ (words.shift()).split('/').pop() ?? ''
+    if (['cd', 'pushd', 'source', '.', 'export', 'set'].includes(program)) continue
+    if (!(first ? PRINTS_FILES : KEEPS_FILE_TEXT).has(program)) return undefined
+    for (const w of words) {
+      if (w === 'tee' || /^1?>/.test(w) || (/>/.test(w) && !w.startsWith('2>')) || (program === 'sed' && w.startsWith('-i'))) return undefined
+      if (first && !w.startsWith('-') && !w.startsWith('2>')) files.push(w.replace(/^['"]+|['"]+$/g, ''))
+    }
+    first = false
+  }
+  return files.length ? files : undefined
+}
+
+/**
+ * Whether a call's successful output is a file's content (a read of a file that is not a log
+ * or an output file): its error lines are not diagnostics.
+ * @param {{name: string, args: any}} c
+ */
+function readsContent(c) {
+  if (READ.test(c.name) && !SHELL.test(c.name)) {
+    const target = Object.entries(c.args ?? {}).find(([k, v]) => PATH_KEYS.has(norm(k)) && typeof v === 'string')?.[1]
+    return typeof target !== 'string' || !isOutputFile(target.trim())
+  }
+  if (!SHELL.test(c.name) || typeof c.args.command !== 'string') return false
+  const files = printedFiles(c.args.command.split('\n')[0])
+  return files !== undefined && !files.some(isOutputFile)
 }
 
 /** Tool calls in order with parsed arguments and their outputs. @param {any[]} messages */
@@ -155,9 +216,9 @@ export function regionFacts(messages) {
       const first = c.args.command.split('\n')[0].trim()
       if (first) commands.add(first)
     }
-    const reads = READ.test(c.name) && !SHELL.test(c.name)
+    const content = readsContent(c)
     for (const o of c.outputs) {
-      if (reads && !o.isError) continue
+      if (content && !o.isError) continue
       for (const raw of o.text.split('\n')) {
         const line = raw.trim()
         if (line && isErrorLine(line)) errors.add(line)

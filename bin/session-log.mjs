@@ -20,6 +20,11 @@
  *   complete frame must decode, match its checksum and hold whole lines, else it is refused
  *   naming the frame; bytes that are not a frame where one must start are refused too.
  *
+ * `compactionBackend(source, summary)` says who wrote a compaction's checkpoint, from its
+ * replacement's source and its `compaction/summary`: dsh-fold/compaction (its source carries
+ * `foldCompaction`), compaction-basic (a summary from one `ctx.llm.stream()` call, no
+ * `foldCompaction`), or another backend; and how many model calls it made.
+ *
  * The result says what was dropped in `warning` (one line, or null for an intact log). Failures
  * are `LogError {code, exit}`: LOG_MISSING (66) no such file; LOG_CORRUPT (65) damaged or not a
  * log; LOG_VERSION (65) written by a newer DSH. Messages are sentences that name the file and the
@@ -237,4 +242,17 @@ class Scanner {
     const issue = /** @type {{line: number, what: string}} */ (this.issue)
     throw new LogError('LOG_CORRUPT', `${this.file}: line ${issue.line} ${issue.what}, and the completed turn at line ${this.line} comes after it: the log is damaged before its tail`)
   }
+}
+
+/**
+ * Who wrote a compaction's checkpoint, and its model calls (DSH's `compaction/summary` marks a
+ * summary from one call through the context's LLM with `llmStreamCall`).
+ * @param {any} source the replacement `user/message`'s `data.source`
+ * @param {any} summary the `compaction/summary` event's data, if any
+ * @returns {{backend: 'dsh-fold' | 'compaction-basic' | 'other', modelCalls: number}}
+ */
+export function compactionBackend(source, summary) {
+  const modelCalls = summary?.llmStreamCall === true ? 1 : 0
+  const backend = source?.foldCompaction || summary?.provider === 'dsh-fold' ? 'dsh-fold' : summary?.llmStreamCall ? 'compaction-basic' : 'other'
+  return { backend, modelCalls }
 }

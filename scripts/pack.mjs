@@ -1,61 +1,90 @@
 // @ts-check
 /**
  * @module scripts/pack
- * Packs what a user installs: the `dsh-fold` root package and one napi platform package, as
- * `npm pack` tarballs. It builds nothing: the platform binary must already exist at the repo
- * root (`napi build --platform --release` writes `dsh-fold.<platform>.node` there); it is
- * copied into `npm/<platform>/` (ignored by git, as `napi artifacts` does in CI) and both
- * packages are packed into `outDir`.
+ * The user's package: what `npm install dsh-fold` gets, made from this checkout the one way the
+ * release, the rehearsal (scripts/rehearse.mjs) and `npm run pack` all make it.
  *
- * Before returning it checks each tarball's file list, so a broken `files`/`exports` field
- * fails here and not on a user's machine:
- * - root: `package.json`, `index.js`, `index.d.ts`, `cordis.patch.yml`, `types/`, `plugin/`,
- *   every file `exports`, `main`, `types`, `bin` and `dsh.bundle.patch` name, and the file the
- *   `install` script runs; no `.node` binary, no Rust sources or build outputs;
- * - platform: `package.json` named `dsh-fold-<platform>` (what the generated `index.js`
- *   loader `require`s) at the root's version, and its `main` binary.
+ * The checkout is not the user's package. Its package.json is `private` (a plain `npm publish`
+ * in the checkout is refused) and keeps the checkout's build route: its `install` script builds
+ * the addon from source when no binary loads (scripts/install.js). `stageRoot(dir)` writes the
+ * user's package into `dir`: exactly the files `npm pack` of the checkout lists (its `files`
+ * field), and a package.json made by `userManifest` — no `scripts` at all (pnpm, which
+ * `dsh plugin` drives, warns about a dependency's install scripts and npm 11 lists even a
+ * `prepare`), no `devDependencies`, not `private`, and `optionalDependencies` naming one
+ * `dsh-fold-<platform>` package per `napi.targets` entry at the root's version, as
+ * `napi prepublish` writes them. `stagePlatform(dir, platform, binary)` writes one platform
+ * package: `npm/<platform>/`'s manifest and README with the binary, at the root's version.
  *
- * `verifyInstall(tarballs)` then installs both tarballs into an empty temp project the way
- * npm users do (lifecycle scripts ON, so the package's `install` script runs) with a PATH that
- * holds only `node` and `npm` — no cargo, no rustc — and loads `dsh-fold` there: every module
- * the load pulls in, the `.node` binary included, must come from that project's node_modules.
- * Peers (the DSH packages the plugin imports) are the host's; `--legacy-peer-deps` leaves them out.
+ * Checks, before anything is packed (so a broken `files`/`exports` field fails here, not on a
+ * user's machine), `rootProblems(files, manifest)`:
+ * - the root lists every file `exports`, `main`, `types`, `bin` and `dsh.bundle.patch` name,
+ *   `plugin/` and `types/`; nothing under `__test__`, `bench`, `crates`, `src`, `target*`,
+ *   `npm`, fixtures or corpora, no `.node` binary, no Rust sources or Cargo files;
+ * - its manifest has no lifecycle script and no devDependencies;
+ * - the tarball stays within `ROOT_TARBALL_BUDGET` bytes (checked on the packed file);
+ * - a platform package is named `dsh-fold-<platform>` (what the generated `index.js` loader
+ *   `require`s), at the root's version, and holds its one binary as `main`.
+ *
+ * `pack(outDir, {platform, binary})` packs the root and one platform package into `outDir`;
+ * `verifyInstall(tarballs)` installs both into an empty temp project the way npm users do
+ * (lifecycle scripts ON) with a PATH of `node`, `npm` and `sh` only — no cargo, no rustc — and
+ * loads `dsh-fold` there: every module the load pulls in, the `.node` binary included, must come
+ * from that project's node_modules.
  *
  *   npm run pack [-- outDir] [--platform linux-x64-gnu] [--verify]
  *   (node scripts/pack.mjs ...)
  * writes the two tarballs to `outDir` (default `target/pack/`, emptied of older dsh-fold
  * tarballs first, so `./target/pack/*.tgz` names exactly these two), prints
- * `{"root": "<tgz>", "platform": "<tgz>"}` (absolute paths) on stdout and, on stderr, the
- * command that installs them into a DSH profile. The platform defaults to the binary built at
- * the repository root for this machine (`dsh-fold.<platform>.node`).
+ * `{"root": "<tgz>", "platform": "<tgz>"}` (absolute paths) on stdout and, on stderr, their sizes
+ * and the command that installs them into a DSH profile. The platform defaults to the binary
+ * built at the repository root for this machine (`dsh-fold.<platform>.node`). Staging folders
+ * go to a temp folder removed before it returns.
  */
 import { execFileSync, spawnSync } from 'node:child_process'
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { findTarget } from './targets.mjs'
 
-const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
+export const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 
 /**
- * `npm pack` one package directory into `outDir`.
- * @param {string} dir @param {string} outDir
- * @returns {{tarball: string, files: string[], name: string, version: string}}
+ * The root tarball's size budget, in bytes: 300 KiB, against 285,763 bytes when it was set
+ * (round 4). A file that should not ship (a fixture, a corpus, a build output) shows up here
+ * before a user downloads it; growth that is meant raises it, in the same commit.
  */
-function npmPack(dir, outDir) {
-  // --ignore-scripts: packing must not run a lifecycle script that could build or fetch.
-  const out = execFileSync('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', outDir], {
-    cwd: dir,
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
-  const [info] = JSON.parse(out)
-  return {
-    tarball: path.join(outDir, info.filename),
-    files: info.files.map((/** @type {{path: string}} */ f) => f.path),
-    name: info.name,
-    version: info.version,
-  }
+export const ROOT_TARBALL_BUDGET = 300 * 1024
+
+/** What no file of the root package may be: tests, benches, sources, build outputs, data. */
+const NOT_FOR_USERS = /(^|\/)(__test__|bench|crates|src|target[^/]*|npm|fixtures?|corpora|corpus|node_modules|\.e2e-cache)\/|\.node$|\.rs$|(^|\/)Cargo\.(toml|lock)$/
+/** npm's lifecycle scripts: none may be in the user's manifest (pnpm and npm flag them). */
+const LIFECYCLE = ['preinstall', 'install', 'postinstall', 'prepublish', 'preprepare', 'prepare', 'postprepare', 'prepack', 'postpack']
+
+/** @returns {any} the checkout's package.json */
+export const checkoutManifest = () => JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'))
+
+/**
+ * The `optionalDependencies` the release's root declares: one platform package per
+ * `napi.targets` entry, at the root's version (what `napi prepublish` writes).
+ * @param {any} pkg a manifest with `name`, `version`, `napi.targets`
+ * @param {string[]} [triples] default: every `napi.targets` entry
+ */
+export function platformDependencies(pkg, triples = pkg.napi.targets) {
+  return Object.fromEntries(triples.map((t) => [`${pkg.name}-${findTarget(t).platform}`, pkg.version]))
+}
+
+/** The user's manifest made from the checkout's. @param {any} pkg */
+export function userManifest(pkg) {
+  const { scripts, devDependencies, private: isPrivate, ...rest } = pkg
+  void scripts, devDependencies, isPrivate
+  return { ...rest, optionalDependencies: { ...rest.optionalDependencies, ...platformDependencies(pkg) } }
+}
+
+/** The files `npm pack` would put in the checkout's root tarball (its `files` field). */
+export function rootFiles() {
+  const out = execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
+  return /** @type {{path: string, size: number}[]} */ (JSON.parse(out)[0].files)
 }
 
 /** @param {string} p a manifest path like `./plugin/x.js` */
@@ -75,9 +104,88 @@ function promisedFiles(pkg) {
   if (pkg.types) files.add(rel(pkg.types))
   if (pkg.dsh?.bundle?.patch) files.add(rel(pkg.dsh.bundle.patch))
   walk(pkg.bin)
-  const install = /^node\s+(\S+\.c?js)\b/.exec(pkg.scripts?.install ?? '')
-  if (install) files.add(rel(install[1]))
   return files
+}
+
+/**
+ * What is wrong with a root package made of `files` and `manifest` (empty: nothing).
+ * @param {string[]} files @param {any} manifest
+ */
+export function rootProblems(files, manifest) {
+  const problems = []
+  const have = new Set(files)
+  for (const f of promisedFiles(manifest)) if (!have.has(f)) problems.push(`the root lacks ${f}`)
+  for (const dir of ['plugin/', 'types/']) if (!files.some((f) => f.startsWith(dir))) problems.push(`the root lacks ${dir}`)
+  for (const f of files) if (NOT_FOR_USERS.test(f)) problems.push(`the root must not ship ${f}`)
+  const scripts = Object.keys(manifest.scripts ?? {}).filter((s) => LIFECYCLE.includes(s))
+  if (scripts.length > 0) problems.push(`the root's manifest has lifecycle scripts (${scripts.join(', ')}): pnpm skips and warns about them, npm lists them`)
+  if (manifest.devDependencies) problems.push("the root's manifest has devDependencies")
+  if (manifest.private) problems.push("the root's manifest is private")
+  return problems
+}
+
+/**
+ * Writes the user's root package into `dir` (created; must be empty or missing).
+ * @param {string} dir @returns {{dir: string, files: string[], manifest: any}}
+ */
+export function stageRoot(dir) {
+  const manifest = userManifest(checkoutManifest())
+  const files = rootFiles().map((f) => f.path)
+  const problems = rootProblems(files, manifest)
+  if (problems.length > 0) throw new Error(`pack: the root package is not what a user needs:\n- ${problems.join('\n- ')}`)
+  mkdirSync(dir, { recursive: true })
+  for (const f of files) {
+    if (f === 'package.json') continue
+    mkdirSync(path.dirname(path.join(dir, f)), { recursive: true })
+    copyFileSync(path.join(ROOT, f), path.join(dir, f))
+  }
+  writeFileSync(path.join(dir, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`)
+  return { dir, files, manifest }
+}
+
+/**
+ * Writes platform package `platform` (e.g. `linux-x64-gnu`) into `dir` with `binary` as its
+ * file, at the root's version; an empty `binary` leaves it out (napi artifacts puts it).
+ * @param {string} dir @param {string} platform @param {string | null} binary
+ */
+export function stagePlatform(dir, platform, binary) {
+  const pkg = checkoutManifest()
+  const from = path.join(ROOT, 'npm', platform)
+  if (!existsSync(path.join(from, 'package.json'))) throw new Error(`pack: no platform package npm/${platform}/`)
+  const manifest = JSON.parse(readFileSync(path.join(from, 'package.json'), 'utf8'))
+  const name = `${pkg.napi?.binaryName ?? pkg.name}.${platform}.node`
+  const problems = []
+  if (manifest.name !== `${pkg.name}-${platform}`) problems.push(`npm/${platform} is named ${manifest.name}; the loader requires ${pkg.name}-${platform}`)
+  if (rel(manifest.main ?? '') !== name) problems.push(`npm/${platform}'s main is ${manifest.main}, not ${name}`)
+  if (JSON.stringify(manifest.files) !== JSON.stringify([name])) problems.push(`npm/${platform}'s files are ${JSON.stringify(manifest.files)}, not just ${name}`)
+  if (problems.length > 0) throw new Error(`pack: ${problems.join('; ')}`)
+  mkdirSync(dir, { recursive: true })
+  for (const f of readdirSync(from)) if (!f.endsWith('.node') && f !== 'package.json') cpSync(path.join(from, f), path.join(dir, f))
+  writeFileSync(path.join(dir, 'package.json'), `${JSON.stringify({ ...manifest, version: pkg.version }, null, 2)}\n`)
+  if (binary) copyFileSync(binary, path.join(dir, name))
+  return dir
+}
+
+/**
+ * `npm pack` one package directory into `outDir`.
+ * @param {string} dir @param {string} outDir
+ * @returns {{tarball: string, files: string[], name: string, version: string, size: number}}
+ */
+export function npmPack(dir, outDir) {
+  // --ignore-scripts: packing must not run a lifecycle script that could build or fetch.
+  const out = execFileSync('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', outDir], {
+    cwd: dir,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  const [info] = JSON.parse(out)
+  return {
+    tarball: path.join(outDir, info.filename),
+    files: info.files.map((/** @type {{path: string}} */ f) => f.path),
+    name: info.name,
+    version: info.version,
+    size: info.size,
+  }
 }
 
 /**
@@ -89,40 +197,30 @@ function promisedFiles(pkg) {
 export function pack(outDir, { platform = builtPlatform() ?? 'linux-x64-gnu', binary: from } = {}) {
   outDir = path.resolve(outDir)
   mkdirSync(outDir, { recursive: true })
-  const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'))
-  const binaryName = pkg.napi?.binaryName ?? pkg.name
-  const binary = `${binaryName}.${platform}.node`
+  const pkg = checkoutManifest()
+  const binary = `${pkg.napi?.binaryName ?? pkg.name}.${platform}.node`
   const built = path.resolve(from ?? path.join(ROOT, binary))
   if (!existsSync(built)) throw new Error(`pack: ${built} is missing; run \`napi build --platform --release\` first (pack builds nothing)`)
-  const platformDir = path.join(ROOT, 'npm', platform)
-  const platformPkg = JSON.parse(readFileSync(path.join(platformDir, 'package.json'), 'utf8'))
   const newest = ['src', 'crates/fold-core/src']
     .flatMap((d) => execFileSync('find', [path.join(ROOT, d), '-name', '*.rs', '-newer', built], { encoding: 'utf8' }).split('\n'))
     .filter(Boolean)
   if (newest.length > 0) process.stderr.write(`[pack] warning: ${binary} is older than ${newest.length} Rust source file(s), e.g. ${newest[0]}\n`)
-  if (built !== path.join(platformDir, binary)) copyFileSync(built, path.join(platformDir, binary))
 
-  const problems = []
-  const root = npmPack(ROOT, outDir)
-  const rootFiles = new Set(root.files)
-  for (const f of promisedFiles(pkg)) if (!rootFiles.has(f)) problems.push(`root tarball lacks ${f}`)
-  for (const dir of ['plugin/', 'types/']) if (!root.files.some((f) => f.startsWith(dir))) problems.push(`root tarball lacks ${dir}`)
-  for (const f of root.files) {
-    if (/\.node$|\.rs$|^Cargo\.(toml|lock)$|^(src|crates|target[^/]*|npm|__test__|bench|\.e2e-cache)\//.test(f)) problems.push(`root tarball must not ship ${f}`)
+  const stage = mkdtempSync(path.join(tmpdir(), 'dsh-fold-pack-'))
+  try {
+    const root = npmPack(stageRoot(path.join(stage, 'root')).dir, outDir)
+    const plat = npmPack(stagePlatform(path.join(stage, platform), platform, built), outDir)
+    const problems = []
+    if (root.size > ROOT_TARBALL_BUDGET) problems.push(`the root tarball is ${root.size.toLocaleString('en')} bytes, over its budget of ${ROOT_TARBALL_BUDGET.toLocaleString('en')} (scripts/pack.mjs ROOT_TARBALL_BUDGET)`)
+    if (!plat.files.includes(binary)) problems.push(`the platform tarball lacks ${binary}`)
+    const loader = readFileSync(path.join(ROOT, 'index.js'), 'utf8')
+    if (!loader.includes(`require('${plat.name}')`)) problems.push(`index.js never requires ${plat.name}`)
+    if (problems.length > 0) throw new Error(`pack: the tarballs are not what a user needs:\n- ${problems.join('\n- ')}`)
+    process.stderr.write(`[pack] ${path.basename(root.tarball)} (${root.files.length} files, ${root.size.toLocaleString('en')} bytes), ${path.basename(plat.tarball)} (${plat.size.toLocaleString('en')} bytes)\n`)
+    return { root: root.tarball, platform: plat.tarball }
+  } finally {
+    rmSync(stage, { recursive: true, force: true })
   }
-
-  const plat = npmPack(platformDir, outDir)
-  const expected = `${pkg.name}-${platform}`
-  if (plat.name !== expected) problems.push(`platform package is named ${plat.name}; the loader requires ${expected}`)
-  if (plat.version !== pkg.version) problems.push(`platform package is ${plat.version}, the root ${pkg.version}`)
-  if (rel(platformPkg.main ?? '') !== binary) problems.push(`platform package main is ${platformPkg.main}, not ${binary}`)
-  if (!plat.files.includes(binary)) problems.push(`platform tarball lacks ${binary}`)
-  const loader = readFileSync(path.join(ROOT, 'index.js'), 'utf8')
-  if (!loader.includes(`require('${expected}')`)) problems.push(`index.js never requires ${expected}`)
-
-  if (problems.length > 0) throw new Error(`pack: the tarballs are not what a user needs:\n- ${problems.join('\n- ')}`)
-  process.stderr.write(`[pack] ${path.basename(root.tarball)} (${root.files.length} files), ${path.basename(plat.tarball)} (${(statSync(plat.tarball).size / 1024).toFixed(0)} KiB)\n`)
-  return { root: root.tarball, platform: plat.tarball }
 }
 
 /**
@@ -187,7 +285,7 @@ export function verifyInstall(tarballs) {
  * @returns {string | undefined}
  */
 export function builtPlatform() {
-  const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'))
+  const pkg = checkoutManifest()
   const prefix = `${pkg.napi?.binaryName ?? pkg.name}.`
   const built = readdirSync(ROOT).filter((f) => f.startsWith(prefix) && f.endsWith('.node')).map((f) => f.slice(prefix.length, -'.node'.length))
   return built.find((p) => p.startsWith(`${process.platform}-${process.arch}`)) ?? built[0]

@@ -100,7 +100,7 @@ export function ensureRustTarget(triple) {
  * Returns `<CACHE>/<name>`, filling it with `fill(tmpDir)` first unless its `.ready` stamp exists.
  * @param {string} name @param {(dir: string) => void} fill
  */
-function cachedDir(name, fill) {
+export function cachedDir(name, fill) {
   const dir = path.join(CACHE, name)
   if (existsSync(path.join(dir, '.ready'))) return dir
   const tmp = `${dir}.tmp-${process.pid}`

@@ -15,6 +15,10 @@
  *    with the release's command, installed from its `npm pack` tarball, its install script and
  *    the addon + plugin suites run by Node for arm64 under qemu; the step installs its own tools
  *    (zig, qemu, Node for arm64). The other targets: `npm run build:targets && npm run test:targets`;
+ * 5b. the release rehearsal (`scripts/rehearse.mjs --built`) for the binaries built above (x64,
+ *    and arm64 when step 5 ran): verdaccio from npm on 127.0.0.1, the release's publish steps,
+ *    then dsh-fold installed by name from it in clean environments (a DSH profile + doctor + try,
+ *    npm on Node 20 and 22, each platform's resolution); not with --fast or DSH_FOLD_SKIP_E2E;
  * 6. the block-mode suite (`__test__/block/`) on Node 22, which DSH's worker-thread code
  *    runtime needs: the Node 22 binary comes from the e2e harness's `ensureHost()` (installed
  *    from the npm registry on first use, cached in `.e2e-cache/` or `$DSH_E2E_CACHE`);
@@ -70,7 +74,7 @@ const e2e = !process.env.DSH_FOLD_SKIP_E2E
 const targets = !process.env.DSH_FOLD_SKIP_TARGETS
 /** What this run will fetch and install, said before it starts. */
 const plan = [
-  `npm test${fast ? ' --fast' : ''}: cargo fmt and clippy, the core's cargo tests, the release build and a test build with fault injection, the benches' smoke run${targets ? ', the linux-arm64-gnu cross build run under qemu' : ''}${fast ? '' : ', the block-mode suite on Node 22'}, then every node --test suite${e2e ? '' : ' (those that boot a DSH host or a browser skip: DSH_FOLD_SKIP_E2E is set)'}.`,
+  `npm test${fast ? ' --fast' : ''}: cargo fmt and clippy, the core's cargo tests, the release build and a test build with fault injection, the benches' smoke run${targets ? ', the linux-arm64-gnu cross build run under qemu' : ''}${!fast && e2e ? ', the release rehearsal on a local verdaccio' : ''}${fast ? '' : ', the block-mode suite on Node 22'}, then every node --test suite${e2e ? '' : ' (those that boot a DSH host or a browser skip: DSH_FOLD_SKIP_E2E is set)'}.`,
 ]
 if (fast) plan.push('It downloads nothing beyond what npm install fetched.')
 else {
@@ -111,6 +115,12 @@ process.env.DSH_FOLD_FAULTS_BUILT = '1'
 // The benches' smoke run before the suites, so the test runner's summary ends the output.
 run(process.execPath, [path.join('bench', 'run.mjs'), '--quick'])
 if (!process.env.DSH_FOLD_SKIP_TARGETS) run(process.execPath, [path.join('scripts', 'test-targets.mjs'), '--ci'])
+// The release rehearsed (scripts/rehearse.mjs) for the targets this run built: published to a
+// local verdaccio with the release's steps, installed from it by name in clean environments.
+if (!fast && e2e) {
+  const built = ['linux-x64-gnu', ...(targets ? ['linux-arm64-gnu'] : [])]
+  run(process.execPath, [path.join('scripts', 'rehearse.mjs'), '--built', '--targets', built.join(',')])
+}
 
 const suites = readdirSync(path.join(root, '__test__'), { recursive: true })
   .map(String)

@@ -25,6 +25,8 @@ import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 
+import { KILL_AT, killedCall, straceUnavailable, syscalls, TRACED } from '../helpers/strace.mjs'
+
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
 const BIN = path.join(ROOT, 'bin', 'dsh-fold.mjs')
 const SKIP = process.env.DSH_FOLD_SKIP_E2E ? 'DSH_FOLD_SKIP_E2E is set: the preset commands need the installed DSH host of the e2e harness' : false
@@ -123,47 +125,6 @@ describe('preset files named like Object.prototype members (real installed host)
 
 // ---- crash safety: the real CLI killed at every file-system call --------------------------
 
-/** The file-system calls traced (`?`: absent on some architectures), and those a kill is injected at. */
-const TRACED = '?mkdir,mkdirat,?rename,renameat,renameat2,?unlink,unlinkat,?rmdir,fsync,fdatasync,write,pwrite64,?chmod,fchmod,fchmodat,openat'
-// Not `write`: libuv's loop writes to its eventfd a varying number of times, so the n-th
-// `write` is not the same call from run to run; the preset's files are written with pwrite64.
-const KILL_AT = new Set(['mkdir', 'mkdirat', 'rename', 'renameat', 'renameat2', 'unlink', 'unlinkat', 'rmdir', 'fsync', 'fdatasync', 'pwrite64', 'chmod', 'fchmod', 'fchmodat'])
-
-/** Why strace cannot stop the CLI here, or undefined when it can (installing it as root when missing). */
-function straceUnavailable() {
-  const probe = () => spawnSync('strace', ['-f', '-qq', '-e', 'trace=none', process.execPath, '-e', '0'], { encoding: 'utf8' })
-  let r = probe()
-  if (r.error && /** @type {any} */ (r.error).code === 'ENOENT') {
-    if (process.getuid?.() !== 0) return 'strace is not installed (as root: apt-get install -y strace)'
-    console.log('# preset-durable: installing strace with apt-get (it stops the real CLI at each file-system call)')
-    const apt = spawnSync('apt-get', ['install', '-y', 'strace'], { encoding: 'utf8', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } })
-    if (apt.status !== 0) return `apt-get install -y strace failed: ${apt.stderr.trim().split('\n').at(-1)}`
-    r = probe()
-  }
-  if (r.status !== 0) return `strace cannot trace here (ptrace not permitted?): ${(r.stderr || String(r.error)).trim().split('\n').at(-1)}`
-  return undefined
-}
-
-/**
- * One traced syscall entry of the log strace writes with `-f -y`: who made it, which call it was
- * of its kind for that thread (strace counts `when=N` per thread and syscall), and its line.
- * @param {string} text
- */
-function syscalls(text) {
-  /** @type {Map<string, number>} */
-  const counts = new Map()
-  const out = []
-  for (const line of text.split('\n')) {
-    const m = /^(\d+) +([a-z0-9_]+)\(/.exec(line)
-    if (!m) continue // `<... resumed>`, exits, signals
-    const key = `${m[1]} ${m[2]}`
-    const n = (counts.get(key) ?? 0) + 1
-    counts.set(key, n)
-    out.push({ pid: m[1], name: m[2], n, line })
-  }
-  return out
-}
-
 /** A line with this run's variable parts taken out: the home folder, pids in step names, fd numbers. @param {string} line @param {string} dshHome */
 const normal = (line, dshHome) =>
   line
@@ -174,17 +135,6 @@ const normal = (line, dshHome) =>
     .replace(/\b\d+</g, 'FD<')
     .replace(/ <unfinished \.\.\.>$/, '')
     .replace(/\) += .*$/, '')
-
-/** The syscall a SIGKILL stopped, as strace logged it: `= ?`, or `<unfinished ...>` then `resumed> = ?`. @param {string} text */
-function killedCall(text) {
-  const lines = text.split('\n')
-  const whole = lines.find((l) => /^\d+ +[a-z0-9_]+\(.*\) = \?$/.test(l))
-  if (whole) return whole
-  const resumed = lines.findIndex((l) => /^\d+ +<\.\.\. [a-z0-9_]+ resumed>.*= \?$/.test(l))
-  if (resumed < 0) return undefined
-  const [pid, name] = /^(\d+) +<\.\.\. ([a-z0-9_]+) resumed>/.exec(lines[resumed])?.slice(1) ?? []
-  return lines.slice(0, resumed).findLast((l) => new RegExp(`^${pid} +${name}\\(`).test(l) && l.endsWith('<unfinished ...>'))
-}
 
 /** The source of the installed host's `code` preset, and a copy of the host whose `code` preset differs by a comment. */
 function hosts() {
@@ -234,7 +184,7 @@ describe('preset install and remove killed with SIGKILL at every file-system cal
   before(async () => {
     const { ensureHost } = await import('../e2e/harness/install.mjs')
     host = ensureHost()
-    unavailable = straceUnavailable()
+    unavailable = straceUnavailable('preset-durable')
     if (!unavailable) h = hosts()
   }, { timeout: 45 * 60_000 })
   after(() => {

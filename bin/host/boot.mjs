@@ -10,8 +10,12 @@
  *   node boot.mjs '{"mode":"boot","dshPackage":DIR,"profile":"headless","patchFiles":[],"args":["task"]}'
  *   node boot.mjs '{"mode":"init","dshPackage":DIR,"profile":"headless"}'   (create the profile, exit)
  *   node boot.mjs '{"mode":"compose","dshPackage":DIR,"profile":"headless","patchFiles":[]}'
- *       (print the composed rows as JSON, boot nothing: `dsh-fold doctor` reads them; unlike
- *       `dsh --dump-config`, it creates no profile and heals no links: it writes nothing)
+ *       (print the composed rows as JSON, boot nothing: `dsh-fold doctor` and `compaction` read
+ *       them; unlike `dsh --dump-config`, it heals no links and writes nothing for an existing
+ *       profile): `{bundles, rows, layers: [{kind: bundle|profile|home|overlay, file,
+ *       patches}], warnings}`. `"profilePatch": FILE` composes FILE in place of the profile's own
+ *       `cordis.patch.yml` (a candidate checked before it is put in place); `"profiles":
+ *       [NAMES]` composes each, printing `{profiles: {NAME: {...} | {error}}}`.
  *
  * Why without the watchers: on rc.8 `runProfile` creates `@deepseek-ai/cordis-plugin-hmr` after
  * the boot and calls `watchUserPatches` as soon as `loader.create` resolves. With
@@ -54,11 +58,35 @@ if (spec.mode === 'init') {
   process.exit(0)
 }
 if (spec.mode === 'compose') {
-  const profile = loadProfile(NAME, spec.profile, ANCHOR)
-  const homePatches = loadOptionalPatches(NAME, join(resolveDshHome(), 'cordis.patch.yml')) ?? []
-  const overlays = (spec.patchFiles ?? []).flatMap((file) => loadOverlayPatches(NAME, resolve(file)))
-  const layers = [profile.layers.flatMap((layer) => layer.patches), profile.patches, homePatches, overlays]
-  process.stdout.write(JSON.stringify({ bundles: profile.layers.map((l) => l.packageName), rows: composeEntries(layers) }))
+  const homeFile = join(resolveDshHome(), 'cordis.patch.yml')
+  /** One profile's layers in the order the launch applies them, and the rows they compose to. */
+  const compose = (name, profilePatch) => {
+    const profile = loadProfile(NAME, name, ANCHOR, undefined, { userLayer: profilePatch === undefined })
+    const own = profilePatch === undefined
+      ? { file: profile.patchPath, patches: profile.patches }
+      : { file: resolve(profilePatch), patches: loadOverlayPatches(NAME, resolve(profilePatch)) }
+    const layers = [
+      ...profile.layers.map((l) => ({ kind: 'bundle', package: l.packageName, file: l.patchPath, patches: l.patches })),
+      { kind: 'profile', ...own },
+      { kind: 'home', file: homeFile, patches: loadOptionalPatches(NAME, homeFile) ?? [] },
+      ...(spec.patchFiles ?? []).map((file) => ({ kind: 'overlay', file: resolve(file), patches: loadOverlayPatches(NAME, resolve(file)) })),
+    ]
+    const warnings = []
+    const rows = composeEntries(layers.map((l) => l.patches), (message) => warnings.push(message))
+    return { bundles: profile.layers.map((l) => l.packageName), rows, layers, warnings }
+  }
+  const out = spec.profiles
+    ? {
+        profiles: Object.fromEntries(spec.profiles.map((name) => {
+          try {
+            return [name, compose(name)]
+          } catch (e) {
+            return [name, { error: String(e?.message ?? e) }]
+          }
+        })),
+      }
+    : compose(spec.profile, spec.profilePatch)
+  process.stdout.write(JSON.stringify(out))
   process.exit(0)
 }
 const environment = loadLayeredEnv(NAME)

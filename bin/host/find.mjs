@@ -17,6 +17,9 @@ import path from 'node:path'
 
 const HOST_PACKAGE = '@deepseek-ai/dsh'
 
+/** `~/x` for paths under the home folder, for shorter lines. @param {string} p */
+export const tilde = (p) => (p.startsWith(homedir() + path.sep) ? `~${p.slice(homedir().length)}` : p)
+
 /** `$DSH_HOME` as the host resolves it: `--dsh-home`, else the environment, else `~/.dsh`. @param {string} [given] */
 export function dshHomeOf(given) {
   const explicit = given ?? process.env.DSH_HOME
@@ -95,6 +98,15 @@ export function findNode22() {
     if (nodeMajor(node) >= 22) return { node, version: spawnSync(node, ['--version'], { encoding: 'utf8' }).stdout.trim() }
   }
   return null
+}
+
+/** The folder of package `name` as Node resolves it from `fromDir` (its node_modules chain), or null. @param {string} fromDir @param {string} name */
+export function packageDir(fromDir, name) {
+  for (let at = fromDir; ; at = path.dirname(at)) {
+    const candidate = path.join(at, 'node_modules', ...name.split('/'))
+    if (existsSync(path.join(candidate, 'package.json'))) return realpathSync(candidate)
+    if (path.dirname(at) === at) return null
+  }
 }
 
 /** Whether `dir` holds a DSH profile (its package.json). @param {string} dir */

@@ -11,6 +11,8 @@
 import Schema from '@deepseek-ai/schemastery'
 
 const POLICY_KEYS = ['thresholdRatio', 'retainRatio', 'retainTokens', 'summarizationProvider', 'summarizationModel', 'maxTokens', 'compactionRetries', 'maxOverflowRetries']
+/** compaction-basic's own config keys, which keep their meaning here: a swapped row carries them over. */
+export const BASIC_KEYS = Object.freeze([...POLICY_KEYS, 'modelPolicies', 'auto'])
 const OWN_KEYS = ['summarizer', 'maxSummaryTokens', 'summaryRatio', 'pasteChars', 'language', 'summaryTimeoutMs', 'blockToolName']
 const CONFIG_KEYS = new Set([...POLICY_KEYS, 'modelPolicies', 'auto', ...OWN_KEYS])
 const MODEL_POLICY_KEYS = new Set(['provider', 'model', ...POLICY_KEYS])

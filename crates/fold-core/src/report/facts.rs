@@ -27,7 +27,9 @@ use std::rc::Rc;
 use serde_json::Value;
 
 use super::input::{join_text, Block, Message, Role};
-use super::scan::{cap, collapse, has_cue, is_error_line, len16, scan_paths, sentences, FxBuild, Ordered, CAP_LINE};
+use super::scan::{
+    cap, collapse, has_cue, is_error_line, is_known_extension, len16, scan_paths, sentences, FxBuild, Ordered, CAP_LINE,
+};
 use super::READ_TOOL_CUES;
 
 const SHELL_TOOL_CUES: [&str; 6] = ["bash", "shell", "exec", "terminal", "command", "run"];
@@ -128,6 +130,32 @@ const NEXT_CUES: [&str; 14] = [
 const LISTING_PROGRAMS: [&str; 6] = ["ls", "find", "tree", "fd", "du", "dir"];
 /// Programs whose output is a file's text: the report says how many lines were read.
 const READING_PROGRAMS: [&str; 6] = ["cat", "head", "nl", "less", "more", "bat"];
+/// Programs that print a file's text (a command that starts with one reads a file).
+const FILE_PROGRAMS: [&str; 8] = ["cat", "head", "tail", "nl", "less", "more", "bat", "sed"];
+/// Programs a file's text is piped through and stays text of that file.
+const FILTER_PROGRAMS: [&str; 16] = [
+    "cat", "head", "tail", "nl", "less", "more", "bat", "sed", "grep", "egrep", "rg", "awk", "cut", "sort", "uniq",
+    "tr",
+];
+/// Extensions of logs and program output: a file read with one is diagnostics, not content.
+const OUTPUT_EXTENSIONS: [&str; 6] = ["log", "out", "err", "stderr", "stdout", "trace"];
+/// Words in a file's name (between `.`, `-`, `_`) that make it a log or a program's output.
+const OUTPUT_WORDS: [&str; 14] = [
+    "log",
+    "logs",
+    "output",
+    "outputs",
+    "out",
+    "stderr",
+    "stdout",
+    "err",
+    "errors",
+    "result",
+    "results",
+    "trace",
+    "traceback",
+    "junit",
+];
 /// Words that only set up the real program of a command segment.
 const PREFIX_WORDS: [&str; 8] = ["sudo", "env", "time", "nice", "nohup", "exec", "command", "builtin"];
 
@@ -187,12 +215,25 @@ pub(super) enum Summary {
     Empty,
 }
 
+/// Whether a call only read a file, and what kind: a read's successful output is the file's
+/// text, and only the text of a log or of a program's output file is scanned for error lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum FileRead {
+    /// Not a plain file read: its output is scanned as a command's.
+    No,
+    /// A source, document or data file: its text is content, not diagnostics.
+    Content,
+    /// A log or a program's output file (`build.log`, `test_output.txt`): diagnostics.
+    Output,
+}
+
 /// One tool call and what its output established.
 pub(super) struct Step {
     pub(super) label: String,
     /// Lines of a multi-line command that the label leaves out.
     pub(super) more_lines: usize,
     pub(super) kind: ToolKind,
+    pub(super) read: FileRead,
     pub(super) outcome: Outcome,
     /// Indices into `Facts::errors` of the error lines this output added.
     pub(super) errors: Vec<usize>,
@@ -691,6 +732,14 @@ impl Facts {
                 (cap(&label, CAP_LABEL).into_owned(), 0, None)
             }
         };
+        let read = match (command, kind) {
+            (Some(c), _) => shell_read(&c.first),
+            (None, ToolKind::Read) => match target {
+                Some(t) if is_output_file(t) => FileRead::Output,
+                _ => FileRead::Content,
+            },
+            _ => FileRead::No,
+        };
         let kind = if command.is_some() { ToolKind::Shell } else { kind };
         scan_paths(&label, &mut self.in_labels);
         if command.is_some() {
@@ -713,6 +762,7 @@ impl Facts {
             label,
             more_lines,
             kind,
+            read,
             outcome: Outcome::Pending,
             errors: Vec::new(),
             repeated: false,
@@ -745,8 +795,9 @@ impl Facts {
             .as_deref()
             .map(primary_program)
             .unwrap_or_default();
-        // A successful file read's text is content, not diagnostics.
-        let scan_errors = is_error || kind != ToolKind::Read;
+        // A successful read of a source or document file is content, not diagnostics; a log's
+        // or an output file's text is scanned like a command's output.
+        let scan_errors = is_error || self.steps[index].read != FileRead::Content;
         let cue_lines = if scan_errors { out.cue_lines } else { 0 };
         let mut added = Vec::new();
         if scan_errors {
@@ -982,6 +1033,61 @@ pub(super) fn primary_program(line: &str) -> &str {
     ""
 }
 
+/// What a shell command's first line reads: a file read when it starts with a file-printing
+/// program (past `cd` and wrappers) naming at least one file, pipes only through filters and
+/// writes nothing (`>`, `>>`, `tee`, `sed -i`); an output file when one of the files it names
+/// is a log or a program's output ([`is_output_file`]).
+fn shell_read(line: &str) -> FileRead {
+    let mut files = Vec::new();
+    let mut first = true;
+    for segment in line.split(['|', ';', '&']) {
+        let mut words = segment
+            .split_whitespace()
+            .skip_while(|w| w.contains('=') && !w.starts_with('-') || PREFIX_WORDS.contains(w))
+            .peekable();
+        let Some(program) = words.next() else { continue };
+        let program = program.rsplit('/').next().unwrap_or(program);
+        if matches!(program, "cd" | "pushd" | "source" | "." | "export" | "set") {
+            continue;
+        }
+        let allowed: &[&str] = if first { &FILE_PROGRAMS } else { &FILTER_PROGRAMS };
+        if !allowed.contains(&program) {
+            return FileRead::No;
+        }
+        for w in words {
+            let redirect = w.starts_with('>') || w.starts_with("1>") || (w.contains('>') && !w.starts_with("2>"));
+            if redirect || (program == "sed" && w.starts_with("-i")) || w == "tee" {
+                return FileRead::No;
+            }
+            if first && !w.starts_with('-') && !w.starts_with("2>") {
+                files.push(w.trim_matches(['\'', '"']));
+            }
+        }
+        first = false;
+    }
+    match files.as_slice() {
+        [] => FileRead::No,
+        fs if fs.iter().any(|f| is_output_file(f)) => FileRead::Output,
+        _ => FileRead::Content,
+    }
+}
+
+/// A log or a program's output file, by its name: an output extension (`.log`, `.out`, `.err`,
+/// ...), or, when its extension is not a source or document one, an output word among the
+/// name's parts (`test_output.txt`, `stderr`, `build-log.txt`).
+fn is_output_file(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+    if let Some((_, ext)) = name.rsplit_once('.') {
+        if OUTPUT_EXTENSIONS.contains(&ext) {
+            return true;
+        }
+        if ext != "txt" && is_known_extension(ext) {
+            return false;
+        }
+    }
+    name.split(['.', '-', '_']).any(|part| OUTPUT_WORDS.contains(&part))
+}
+
 /// An exit-code line a tool appends to its output (`[exit code 2]`, `Exit code: 2`).
 fn exit_code(line: &str) -> Option<i64> {
     let line = line.trim();
@@ -1026,6 +1132,42 @@ mod tests {
         );
         assert_eq!(shell_block("```python\nx = 1\n```"), None);
         assert_eq!(shell_block("```bash\na\n```\nthen\n```sh\nb && c\n```"), Some("b && c"));
+    }
+
+    #[test]
+    fn file_reads_and_output_files() {
+        assert_eq!(shell_read("cd /x && cat src/a.py | head -80"), FileRead::Content);
+        assert_eq!(shell_read("nl -ba docs/a.md | sed -n '56,120p'"), FileRead::Content);
+        assert_eq!(shell_read("tail -n 50 /tmp/build.log"), FileRead::Output);
+        assert_eq!(
+            shell_read("cat target/test_output.txt | grep -n error"),
+            FileRead::Output
+        );
+        assert_eq!(shell_read("cat > /tmp/t.py << 'EOF'"), FileRead::No);
+        assert_eq!(shell_read("sed -i 's/a/b/' src/a.py"), FileRead::No);
+        assert_eq!(shell_read("cat a.log | tee b.log"), FileRead::No);
+        assert_eq!(shell_read("python -m pytest -x 2>&1 | tail -5"), FileRead::No);
+        assert_eq!(shell_read("cat"), FileRead::No);
+        for yes in [
+            "build.log",
+            "/tmp/nohup.out",
+            "test_output.txt",
+            "logs/stderr",
+            "build-log.txt",
+            "junit.xml.err",
+        ] {
+            assert!(is_output_file(yes), "{yes}");
+        }
+        for no in [
+            "src/logger.py",
+            "errors.py",
+            "requirements.txt",
+            "CHANGELOG.md",
+            "src/output.rs",
+            "tools.txt",
+        ] {
+            assert!(!is_output_file(no), "{no}");
+        }
     }
 
     #[test]

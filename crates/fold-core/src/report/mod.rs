@@ -30,9 +30,12 @@
 //!   for a file read, else `ok: <last output line>`. Under each call, the error lines its output
 //!   printed that no earlier call printed: lines with one of [`ERROR_CUES`] (ASCII
 //!   case-insensitive) at a word start or as a name's suffix before a single `:` (`error[E0061]`,
-//!   `FAILED`, `TypeError:`, not `ParseError::TooDeep`), from every output except those of
-//!   successful file-reading tools ([`READ_TOOL_CUES`]); a failed output without one gives its
-//!   first line. Last, the agent's conclusion: its last text, on one line, capped.
+//!   `FAILED`, `TypeError:`, not `ParseError::TooDeep`), from every output except a successful
+//!   read of a source, document or data file (a file-reading tool, [`READ_TOOL_CUES`], or a
+//!   shell command that only prints files: `cat`, `head`, `tail`, `sed`, ... through filters):
+//!   a read log or program output file (`build.log`, `test_output.txt`) is scanned like a
+//!   command's output; a failed output without an error line gives its first line. Last, the
+//!   agent's conclusion: its last text, on one line, capped.
 //! - **Files and Artifacts**: every path the agent named — whole values under path-like
 //!   argument keys, path tokens in its other arguments (never in file bodies: `content`,
 //!   `new_string`, `patch`, ...) and in its own text — listed once, under the strongest role it

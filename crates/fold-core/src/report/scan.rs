@@ -200,6 +200,12 @@ pub(super) fn scan_paths(s: &str, out: &mut Ordered) {
     }
 }
 
+/// Whether `ext` (lowercase, no dot) is one of the extensions a path token may end in: source,
+/// document, data and log files.
+pub(super) fn is_known_extension(ext: &str) -> bool {
+    EXTENSIONS.contains(&ext)
+}
+
 fn path_like(tok: &str) -> bool {
     if tok.len() < 3 || tok.len() > CAP_LINE || !tok.bytes().any(|b| b.is_ascii_alphabetic()) || tok.starts_with("//") {
         return false;

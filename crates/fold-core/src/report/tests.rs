@@ -659,3 +659,42 @@ fn a_budget_of_the_messages_fact_chars_keeps_every_command_error_line_and_path()
         }
     }
 }
+
+#[test]
+fn keeps_the_error_lines_of_a_log_it_read_and_not_the_word_error_in_source_code() {
+    let log = "   Compiling p v0.1.0\nerror[E0599]: no method named `frob` found for struct `Parser`\n  --> src/lib.rs:12:9\nerror: could not compile `p` (lib) due to 1 previous error";
+    let source = "fn parse() -> Result<(), Error> {\n    // the error case: bail out\n    return Err(Error::Eof);\n}\npanic!(\"unreachable\");";
+    let region = msgs(serde_json::json!([
+        { "role": "assistant", "content": [
+            { "type": "tool-call", "id": "r1", "name": "read_file", "arguments": "{\"path\":\"target/build.log\"}" },
+            { "type": "tool-call", "id": "r2", "name": "read_file", "arguments": "{\"path\":\"src/lib.rs\"}" },
+            { "type": "tool-call", "id": "r3", "name": "bash", "arguments": "{\"command\":\"tail -n 40 /tmp/test_output.txt\"}" },
+            { "type": "tool-call", "id": "r4", "name": "bash", "arguments": "{\"command\":\"cat src/lib.rs | head -20\"}" },
+        ] },
+        { "role": "user", "content": [{ "type": "tool-result", "toolCallId": "r1", "content": [{ "type": "text", "text": log }] }] },
+        { "role": "user", "content": [{ "type": "tool-result", "toolCallId": "r2", "content": [{ "type": "text", "text": source }] }] },
+        { "role": "user", "content": [{ "type": "tool-result", "toolCallId": "r3", "content": [{ "type": "text", "text": "test parser::eof ... FAILED\nthread 'parser::eof' panicked at src/lib.rs:3:5" }] }] },
+        { "role": "user", "content": [{ "type": "tool-result", "toolCallId": "r4", "content": [{ "type": "text", "text": source }] }] },
+        { "role": "assistant", "content": [{ "type": "text", "text": "The build log says frob is missing." }] },
+    ]));
+    let report = roomy(&region, Language::En);
+    assert_has(
+        &report,
+        &[
+            "error[E0599]: no method named `frob` found for struct `Parser`",
+            "error: could not compile `p` (lib) due to 1 previous error",
+            "test parser::eof ... FAILED",
+            "thread 'parser::eof' panicked at src/lib.rs:3:5",
+        ],
+    );
+    for line in [
+        "// the error case: bail out",
+        "panic!(\"unreachable\");",
+        "return Err(Error::Eof);",
+    ] {
+        assert!(
+            !report.contains(line),
+            "source line {line:?} reported as an error:\n{report}"
+        );
+    }
+}
