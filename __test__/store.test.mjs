@@ -9,9 +9,10 @@ import { describe, it } from 'node:test'
 
 import { addon as fold, addonPath } from '../plugin/shared/addon.js'
 import { faultsEnv } from './helpers/faults.mjs'
+import { tempStore as freshStore } from './helpers/tmp.mjs'
 
 
-const tempStore = () => path.join(mkdtempSync(path.join(tmpdir(), 'dsh-fold-store-')), 'storages', 'checkpoint.json')
+const tempStore = () => freshStore('dsh-fold-store-')
 const rejectsWith = (promise, code) => assert.rejects(promise, (e) => { assert.equal(e.code, code, e.message); assert.ok(fold.isFoldError(e)); return true })
 
 describe('mark / latestMark / hasActive / completeFold / listMarks', () => {
