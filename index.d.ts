@@ -176,10 +176,12 @@ export declare class SessionMirror {
   /** The price of the described events `seqs`. */
   price(seqs: Uint32Array): NodesPrice
   /**
-   * The seq of the rewind report of `markId` on the surface appended at or after `anchor`, if
-   * any, and the tokens its fold freed (its sources' price minus its own), when priced.
+   * The rewind report of `markId` appended at or after `anchor`, wherever it stands now (on the
+   * surface, or replaced since: the log's record that the mark's fold happened; complete once
+   * the log index is known), or `null`: its seq, whether it is still on the surface, and the
+   * tokens its fold freed (its sources' price minus its own), when priced.
    */
-  reportOf(markId: number, anchor: number): { seq: number, tokensFreed?: number } | null
+  reportOf(markId: number, anchor: number): { seq: number, onSurface: boolean, tokensFreed?: number } | null
   /**
    * The session's replacements, in log order (recall's listing); `null` while the log index is
    * unknown (`loadLog`).
@@ -512,6 +514,11 @@ export declare function reportFacts(messageJson: string): ReportFacts
 
 export interface ReportOf {
   seq: number
+  /**
+   * Whether the report still stands on the surface (else a compaction or another replacement
+   * took its place since).
+   */
+  onSurface: boolean
   tokensFreed?: number
 }
 

@@ -22,7 +22,7 @@ import path from 'node:path'
 import { describe, it } from 'node:test'
 
 import { ROOT_TARBALL_BUDGET, npmPack, rootFiles, rootProblems, stageRoot, userManifest } from '../scripts/pack.mjs'
-import { ReleaseError, npmrcFor, releaseVersion } from '../scripts/release.mjs'
+import { ReleaseError, npmrcFor, releaseVersion, sourceRepository } from '../scripts/release.mjs'
 import { TARGETS } from '../scripts/targets.mjs'
 
 const ROOT = path.resolve(import.meta.dirname, '..')
@@ -93,6 +93,27 @@ describe('the release\'s version rules', () => {
     const bad = spawnSync(process.execPath, [path.join(ROOT, 'scripts', 'release.mjs'), 'version', 'v9.9.9'], { encoding: 'utf8' })
     assert.equal(bad.status, 1)
     assert.match(bad.stderr, /^release: the tag v9\.9\.9 does not name package\.json's version/)
+  })
+
+  it('every manifest names the repository the workflow runs in (npm refuses provenance otherwise)', () => {
+    const actions = { GITHUB_SERVER_URL: 'https://github.com', GITHUB_REPOSITORY: 'owner/dsh-fold' }
+    assert.deepEqual(sourceRepository({}, actions, true), { type: 'git', url: 'git+https://github.com/owner/dsh-fold.git' })
+    assert.deepEqual(sourceRepository({ repository: 'https://github.com/Owner/dsh-fold' }, actions, true), { type: 'git', url: 'git+https://github.com/owner/dsh-fold.git' })
+    assert.equal(sourceRepository({}, {}, false), null, 'outside Actions, without provenance: no repository is made up')
+    assert.throws(() => sourceRepository({}, {}, true), (e) => e instanceof ReleaseError && /--provenance runs only in a workflow/.test(e.message))
+    assert.throws(() => sourceRepository({ repository: { url: 'git+https://github.com/fork/dsh-fold.git' } }, actions, true), (e) => e instanceof ReleaseError && /is not the repository this workflow runs in/.test(e.message))
+  })
+
+  it('`release.mjs publish --provenance` outside a workflow stops before anything is staged', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'dsh-fold-release-test-'))
+    try {
+      const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^GITHUB_/.test(k)))
+      const r = spawnSync(process.execPath, [path.join(ROOT, 'scripts', 'release.mjs'), 'publish', '--artifacts', dir, '--provenance'], { env: { ...env, NODE_AUTH_TOKEN: 'x' }, encoding: 'utf8' })
+      assert.equal(r.status, 1)
+      assert.match(r.stderr, /^release: provenance is signed by GitHub Actions/)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 
   it('the token never lands in a file: the userconfig names $NODE_AUTH_TOKEN', () => {

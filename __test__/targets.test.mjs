@@ -17,6 +17,7 @@ import { describe, it } from 'node:test'
 import { readObjectFile } from '../scripts/objfile.mjs'
 import { SUITES, checkHeaders, testTarget } from '../scripts/test-targets.mjs'
 import { MACOSX_DEPLOYMENT_TARGET, TARGETS, binaryName, findTarget, releaseCommand } from '../scripts/targets.mjs'
+import { APT } from '../scripts/target-tools.mjs'
 
 const ROOT = path.resolve(import.meta.dirname, '..')
 const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'))
@@ -87,7 +88,45 @@ describe('release.yml', () => {
   it('publishes only after every build and test job', () => {
     const jobs = Object.keys(workflow.jobs).filter((j) => j !== 'publish')
     assert.deepEqual([...workflow.jobs.publish.needs].sort(), jobs.sort())
-    assert.ok(workflow.jobs.publish.steps.some((/** @type {any} */ s) => s.run === 'npx napi artifacts --output-dir artifacts'))
+    assert.equal(workflow.jobs.publish.if, "startsWith(github.ref, 'refs/tags/v')")
+  })
+
+  it('a tag that does not name package.json\'s version fails in a cheap first job, before any build', () => {
+    const job = workflow.jobs.version
+    assert.ok(job, 'a version job')
+    assert.equal(job.needs, undefined, 'it waits for nothing')
+    assert.deepEqual(job.steps.map((/** @type {any} */ s) => s.uses?.replace(/@.*/, '') ?? 'run'), ['actions/checkout', 'actions/setup-node', 'run'], 'no npm ci, no toolchain: release.mjs version needs Node alone')
+    const run = job.steps.at(-1).run
+    assert.match(run, /node scripts\/release\.mjs version "\$GITHUB_REF_NAME"/)
+    for (const j of ['build', 'test']) assert.deepEqual(workflow.jobs[j].needs, ['version'], `${j} waits for the version check`)
+    // What the step runs, as it runs on a mistagged push: exit 1 with the reason.
+    const bad = spawnSync('sh', ['-c', run], { cwd: ROOT, env: { ...process.env, GITHUB_REF_TYPE: 'tag', GITHUB_REF_NAME: 'v9.9.9' }, encoding: 'utf8' })
+    assert.equal(bad.status, 1)
+    assert.match(bad.stderr, /the tag v9\.9\.9 does not name package\.json's version/)
+    const good = spawnSync('sh', ['-c', run], { cwd: ROOT, env: { ...process.env, GITHUB_REF_TYPE: 'tag', GITHUB_REF_NAME: `v${pkg.version}` }, encoding: 'utf8' })
+    assert.equal(good.status, 0, good.stderr)
+    const branch = spawnSync('sh', ['-c', run], { cwd: ROOT, env: { ...process.env, GITHUB_REF_TYPE: 'branch', GITHUB_REF_NAME: 'main' }, encoding: 'utf8' })
+    assert.equal(branch.status, 0, branch.stderr)
+  })
+
+  it('publishes through scripts/release.mjs, after the rehearsal\'s install checks pass on the same artifacts, with provenance', () => {
+    const job = workflow.jobs.publish
+    const steps = job.steps
+    const at = (/** @type {RegExp} */ re) => steps.findIndex((/** @type {any} */ s) => re.test(s.run ?? ''))
+    const download = steps.findIndex((/** @type {any} */ s) => /^actions\/download-artifact@/.test(s.uses ?? ''))
+    const apt = at(/apt-get install/)
+    const rehearse = at(/release:rehearse/)
+    const publish = at(/scripts\/release\.mjs publish/)
+    assert.ok(download >= 0 && steps[download].with.path === 'artifacts', 'the artifacts are downloaded into artifacts/')
+    assert.equal(steps[rehearse].run, 'npm run release:rehearse -- --artifacts artifacts')
+    assert.equal(steps[publish].run, 'node scripts/release.mjs publish --artifacts artifacts --tag "$GITHUB_REF_NAME" --provenance')
+    assert.ok(download < apt && apt < rehearse && rehearse < publish, 'download, Debian packages, rehearsal, then the real publish')
+    // The packages the install checks would otherwise skip (arm64 under qemu, musl's loader).
+    assert.deepEqual(steps[apt].run.split(/--no-install-recommends /)[1].split(' ').sort(), [...APT.arm64, ...APT.musl].sort())
+    assert.deepEqual(steps[publish].env, { NODE_AUTH_TOKEN: '${{ secrets.NPM_TOKEN }}' })
+    assert.equal(job.permissions['id-token'], 'write', 'provenance is signed with the job\'s OIDC token')
+    assert.ok(!steps.some((/** @type {any} */ s) => /napi (artifacts|prepublish)|npm publish/.test(s.run ?? '')), 'no publish step of its own: release.mjs is the one publish path')
+    assert.ok(!/registry-url|registry\.npmjs|https?:\/\/(?!github\.com)/.test(readFileSync(path.join(ROOT, '.github', 'workflows', 'release.yml'), 'utf8').replace(/^\s*#.*$/gm, '')), 'no registry host in the workflow')
   })
 })
 

@@ -148,9 +148,10 @@ export function stageRoot(dir) {
 /**
  * Writes platform package `platform` (e.g. `linux-x64-gnu`) into `dir` with `binary` as its
  * file, at the root's version; an empty `binary` leaves it out (napi artifacts puts it).
- * @param {string} dir @param {string} platform @param {string | null} binary
+ * `fields` are added to its manifest (the release's `repository`).
+ * @param {string} dir @param {string} platform @param {string | null} binary @param {object} [fields]
  */
-export function stagePlatform(dir, platform, binary) {
+export function stagePlatform(dir, platform, binary, fields = {}) {
   const pkg = checkoutManifest()
   const from = path.join(ROOT, 'npm', platform)
   if (!existsSync(path.join(from, 'package.json'))) throw new Error(`pack: no platform package npm/${platform}/`)
@@ -163,7 +164,7 @@ export function stagePlatform(dir, platform, binary) {
   if (problems.length > 0) throw new Error(`pack: ${problems.join('; ')}`)
   mkdirSync(dir, { recursive: true })
   for (const f of readdirSync(from)) if (!f.endsWith('.node') && f !== 'package.json') cpSync(path.join(from, f), path.join(dir, f))
-  writeFileSync(path.join(dir, 'package.json'), `${JSON.stringify({ ...manifest, version: pkg.version }, null, 2)}\n`)
+  writeFileSync(path.join(dir, 'package.json'), `${JSON.stringify({ ...manifest, ...fields, version: pkg.version }, null, 2)}\n`)
   if (binary) copyFileSync(binary, path.join(dir, name))
   return dir
 }

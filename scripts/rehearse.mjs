@@ -191,6 +191,8 @@ export async function rehearse(o, signal) {
     const releasePlatforms = TARGETS.filter((t) => pkg.napi.targets.includes(t.triple)).map((t) => t.platform)
     const fetched = await readPublished(registry.url, releasePlatforms, mkdtempSync(path.join(scratch, 'published-')))
     if (fetched.rootHasLifecycleScripts) throw new ReleaseError('the published root has a lifecycle script')
+    if (fetched.repository !== (published.repository?.url ?? null)) throw new ReleaseError(`the published root's repository.url is ${fetched.repository ?? 'none'}, the release staged ${published.repository?.url ?? 'none'}`)
+    if (fetched.repositoryMismatch.length > 0) throw new ReleaseError(`platform packages whose repository.url is not the root's (${fetched.repository ?? 'none'}; npm refuses their provenance): ${fetched.repositoryMismatch.join(', ')}`)
     console.error(`[rehearse] published dsh-fold@${published.version} (${published.distTag}): ${Object.entries(fetched.sizes).map(([n, b]) => `${n} ${b.toLocaleString('en')} bytes`).join(', ')}`)
     /** @type {import('./release-checks.mjs').Check[]} */
     const checks = []

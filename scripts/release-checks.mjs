@@ -181,6 +181,8 @@ const warnings = (output) => output.split('\n').filter((l) => /\bWARN\b|npm warn
  * @property {Record<string, string>} files platform → the published binary (a local copy)
  * @property {string[]} missing release platforms the registry lacks
  * @property {boolean} rootHasLifecycleScripts
+ * @property {string | null} repository the root's `repository.url` (set in GitHub Actions)
+ * @property {string[]} repositoryMismatch packages whose `repository.url` is not the root's
  */
 
 /**
@@ -291,7 +293,14 @@ export function platformCheck(pub, platform, signal) {
     const target = findTarget(platform)
     const binary = path.join(modules, `dsh-fold-${platform}`, binaryName(target))
     const notes = [onlyPublishedBinary(project, platform, pub), `headers: ${checkHeaders(target, binary)}`]
-    if (platform === 'linux-x64-musl') notes.push(muslLoad(binary))
+    if (platform === 'linux-x64-musl') {
+      try {
+        notes.push(muslLoad(binary))
+      } catch (e) {
+        if (!(e instanceof ToolUnavailable)) throw e
+        notes.push(`not linked by musl's loader: ${e.message}`)
+      }
+    }
     if (platform === 'linux-arm64-gnu') {
       try {
         const env = ensureArm64Emulation()
@@ -341,6 +350,8 @@ export async function readPublished(registry, releasePlatforms, dir) {
   /** @type {Record<string, string>} */
   const files = {}
   const missing = []
+  const repository = root.repository?.url ?? null
+  const repositoryMismatch = []
   for (const platform of releasePlatforms) {
     const r = await fetch(`${registry}dsh-fold-${platform}`)
     if (r.status === 404) {
@@ -350,6 +361,7 @@ export async function readPublished(registry, releasePlatforms, dir) {
     const pdoc = await r.json()
     const v = pdoc.versions?.[version]
     if (!v) throw new Error(`${registry} has dsh-fold-${platform} but not at ${version}`)
+    if ((v.repository?.url ?? null) !== repository) repositoryMismatch.push(`dsh-fold-${platform} (${v.repository?.url ?? 'none'})`)
     const file = path.join(dir, `dsh-fold-${platform}.tgz`)
     await download(v.dist.tarball, file)
     sizes[`dsh-fold-${platform}`] = readFileSync(file).length
@@ -363,5 +375,5 @@ export async function readPublished(registry, releasePlatforms, dir) {
     files[platform] = binary
   }
   const lifecycle = ['preinstall', 'install', 'postinstall', 'prepare'].filter((k) => root.scripts?.[k])
-  return { registry, version, binaries, files, missing, sizes, rootHasLifecycleScripts: lifecycle.length > 0 }
+  return { registry, version, binaries, files, missing, sizes, rootHasLifecycleScripts: lifecycle.length > 0, repository, repositoryMismatch }
 }

@@ -28,6 +28,13 @@
  * signs with the workflow's OIDC token). The stage is removed before it returns, whatever
  * happened.
  *
+ * Provenance and `repository` (`sourceRepository`): the registry refuses a provenance-signed
+ * package whose manifest's `repository.url` does not name the repository the workflow ran in
+ * (npm's E422). The checkout names no repository (its home is wherever it is pushed), so every
+ * staged manifest, the root's and each platform package's, gets the one GitHub Actions says it
+ * runs in (`$GITHUB_SERVER_URL/$GITHUB_REPOSITORY`); a package.json `repository` that names
+ * another stops the release, and provenance outside Actions stops it before anything is staged.
+ *
  *   node scripts/release.mjs version [TAG]                 check TAG against package.json; prints
  *                                                           `version=…` and `dist-tag=…` lines
  *   node scripts/release.mjs publish --artifacts DIR [--provenance]
@@ -90,6 +97,29 @@ export function findArtifacts(dir) {
 }
 
 /**
+ * The repository every published manifest names: GitHub Actions' own (`GITHUB_SERVER_URL`,
+ * `GITHUB_REPOSITORY`), as npm's provenance check wants it; null outside Actions. Throws when
+ * package.json names another repository, or when provenance is asked outside Actions.
+ * @param {any} pkg @param {Record<string, string | undefined>} env @param {boolean} provenance
+ * @returns {{type: 'git', url: string} | null}
+ */
+export function sourceRepository(pkg, env, provenance) {
+  const server = env.GITHUB_SERVER_URL
+  const repo = env.GITHUB_REPOSITORY
+  if (!server || !repo) {
+    if (provenance) throw new ReleaseError('provenance is signed by GitHub Actions: --provenance runs only in a workflow (GITHUB_SERVER_URL and GITHUB_REPOSITORY are unset)')
+    return null
+  }
+  const url = `git+${server.replace(/\/$/, '')}/${repo}.git`
+  const declared = typeof pkg.repository === 'string' ? pkg.repository : pkg.repository?.url
+  const bare = (/** @type {string} */ u) => u.replace(/^git\+/, '').replace(/\.git$/, '').toLowerCase()
+  if (declared && bare(declared) !== bare(url)) {
+    throw new ReleaseError(`package.json's repository ${declared} is not the repository this workflow runs in (${url}): npm refuses the provenance of a package whose repository.url differs`)
+  }
+  return { type: 'git', url }
+}
+
+/**
  * An npm userconfig for `registry`: the registry and its token, read from $NODE_AUTH_TOKEN.
  * @param {string} registry @returns {string}
  */
@@ -134,6 +164,7 @@ function step(argv, { cwd, env, label, steps, signal }) {
  * @property {string[]} platforms the platform packages published (with a binary)
  * @property {string[]} missing release targets' platforms published without a package
  * @property {Record<string, string>} optionalDependencies what the root declares
+ * @property {{type: 'git', url: string} | null} repository what every manifest names (in Actions)
  * @property {Step[]} steps the commands run, in order, with their times
  */
 
@@ -147,7 +178,9 @@ function step(argv, { cwd, env, label, steps, signal }) {
 export async function publishRelease({ artifacts, registry, token = process.env.NODE_AUTH_TOKEN, provenance = false, tag, complete = false, signal }) {
   const pkg = checkoutManifest()
   const { version, distTag } = releaseVersion(pkg, tag)
+  const repository = sourceRepository(pkg, process.env, provenance)
   if (!token) throw new ReleaseError(`no token for ${registry}: set NODE_AUTH_TOKEN`)
+  const stamp = repository ? { repository } : {}
   const binaries = findArtifacts(path.resolve(artifacts))
   const released = TARGETS.filter((t) => pkg.napi.targets.includes(t.triple))
   const unknown = [...binaries.keys()].filter((p) => !released.some((t) => t.platform === p))
@@ -163,8 +196,8 @@ export async function publishRelease({ artifacts, registry, token = process.env.
   try {
     const root = path.join(stage, 'dsh-fold')
     const { manifest } = stageRoot(root)
-    writeFileSync(path.join(root, 'package.json'), `${JSON.stringify({ ...manifest, napi: { ...manifest.napi, targets: publishing.map((t) => t.triple) } }, null, 2)}\n`)
-    for (const t of publishing) stagePlatform(path.join(root, 'npm', t.platform), t.platform, null)
+    writeFileSync(path.join(root, 'package.json'), `${JSON.stringify({ ...manifest, ...stamp, napi: { ...manifest.napi, targets: publishing.map((t) => t.triple) } }, null, 2)}\n`)
+    for (const t of publishing) stagePlatform(path.join(root, 'npm', t.platform), t.platform, null, stamp)
     const npmrc = path.join(stage, 'npmrc')
     writeFileSync(npmrc, npmrcFor(registry))
     /** @type {Record<string, string | undefined>} */
@@ -192,7 +225,7 @@ export async function publishRelease({ artifacts, registry, token = process.env.
     writeFileSync(path.join(root, 'package.json'), `${JSON.stringify({ ...written, napi: pkg.napi, optionalDependencies }, null, 2)}\n`)
     for (const f of readdirSync(root)) if (f.endsWith('.node')) rmSync(path.join(root, f)) // napi artifacts also copies them to the root; `files` leaves them out anyway
     await step(['npm', 'publish', root, '--ignore-scripts', '--access', 'public', '--tag', distTag, ...(provenance ? ['--provenance'] : [])], { cwd: stage, env, label: ['npm', 'publish', '--ignore-scripts', '--access', 'public', '--tag', distTag, ...(provenance ? ['--provenance'] : [])], steps, signal })
-    return { version, distTag, platforms: publishing.map((t) => t.platform), missing, optionalDependencies, steps }
+    return { version, distTag, platforms: publishing.map((t) => t.platform), missing, optionalDependencies, repository, steps }
   } finally {
     rmSync(stage, { recursive: true, force: true })
   }

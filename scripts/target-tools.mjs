@@ -156,6 +156,15 @@ export function ensureForeignNode(platform) {
 
 // ---------------------------------------------------------------- qemu for arm64
 
+/**
+ * The Debian packages each emulated or foreign check needs (the release workflow's publish job
+ * installs `arm64` and `musl` before its install checks; __test__/targets.test.mjs holds it to these).
+ */
+export const APT = {
+  arm64: ['qemu-user-static', 'libc6-arm64-cross', 'libstdc++6-arm64-cross', 'libgcc-s1-arm64-cross'],
+  musl: ['musl'],
+}
+
 /** Where Debian's `*-arm64-cross` packages put the arm64 C libraries; qemu's QEMU_LD_PREFIX. */
 export const ARM64_SYSROOT = '/usr/aarch64-linux-gnu'
 const BINFMT = '/proc/sys/fs/binfmt_misc'
@@ -167,7 +176,7 @@ const BINFMT = '/proc/sys/fs/binfmt_misc'
  * @returns {{QEMU_LD_PREFIX: string}}
  */
 export function ensureArm64Emulation() {
-  ensureApt(['qemu-user-static', 'libc6-arm64-cross', 'libstdc++6-arm64-cross', 'libgcc-s1-arm64-cross'])
+  ensureApt(APT.arm64)
   const entry = path.join(BINFMT, 'qemu-aarch64')
   if (!existsSync(entry) || !readFileSync(entry, 'utf8').startsWith('enabled')) {
     timed('binfmt qemu-aarch64', () => {

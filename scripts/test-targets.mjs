@@ -40,7 +40,7 @@ import { fileURLToPath } from 'node:url'
 import { CROSS_DIR, buildTargets, readManifest } from './build-targets.mjs'
 import { readObjectFile } from './objfile.mjs'
 import { pack } from './pack.mjs'
-import { ROOT, ToolUnavailable, WINE, ensureApt, ensureArm64Emulation, ensureForeignNode, ensureWine, installSeconds, log } from './target-tools.mjs'
+import { APT, ROOT, ToolUnavailable, WINE, ensureApt, ensureArm64Emulation, ensureForeignNode, ensureWine, installSeconds, log } from './target-tools.mjs'
 import { NODE_VERSION, TARGETS, binaryName, findTarget } from './targets.mjs'
 
 /** The suites each kind of run executes (files under __test__/). */
@@ -253,7 +253,7 @@ function installedRun(target, binary, { node, env, suites }) {
  * @param {string} binary
  */
 export function muslLoad(binary) {
-  ensureApt(['musl'])
+  ensureApt(APT.musl)
   const loader = '/lib/ld-musl-x86_64.so.1'
   const r = spawnSync(loader, ['--list', binary], { encoding: 'utf8' })
   const unresolved = [...r.stderr.matchAll(/Error relocating [^:]+: (\S+): symbol not found/g)].map((m) => m[1])

@@ -19,7 +19,6 @@
 //! differently on a second read cannot make two reads disagree.
 
 use fold_core::fold::{Anchor, Commit, FoldPlan as CorePlan, FoldRequest, Summary};
-use fold_core::surface::Surface;
 use fold_core::FoldError;
 use napi::bindgen_prelude::*;
 use napi::{Env, ValueType};
@@ -46,10 +45,11 @@ pub struct JsHost {
     current: Option<u32>,
 }
 
-/// What `host.snapshot` gave: the snapshot's words, or the surface read off a session mirror.
-pub enum Taken {
+/// What `host.snapshot` gave: the snapshot's words, or the session's mirror (the fold reads its
+/// surface and its log off it: [`fold_core::fold::Rewind::read`]).
+pub enum Taken<'e> {
     Words(Vec<u32>),
-    Surface(Surface),
+    Mirror(ClassInstance<'e, crate::mirror::SessionMirror>),
 }
 
 /// A referenced function of `obj` named `name`, or the argument error.
@@ -137,18 +137,18 @@ impl JsHost {
         env: &'e Env,
         anchor: u64,
         waited: bool,
-    ) -> napi::Result<std::result::Result<Taken, Failure<'e>>> {
+    ) -> napi::Result<std::result::Result<Taken<'e>, Failure<'e>>> {
         if !waited {
             let this = self.this.0.get_value(env)?;
             let handed: Unknown = this.get_named_property("mirror")?;
             if let Some(m) = crate::mirror::of(env, &handed)? {
-                return Ok(self.read_mirror(&m, anchor));
+                return Ok(Ok(Taken::Mirror(m)));
             }
         }
         Ok(
             match self.this.call(env, &self.snapshot, FnArgs::from((anchor as f64,)))? {
                 Ok(v) => match crate::mirror::of(env, &v)? {
-                    Some(m) => self.read_mirror(&m, anchor),
+                    Some(m) => Ok(Taken::Mirror(m)),
                     None => match convert::snapshot(&v)? {
                         Ok(words) => Ok(Taken::Words(words)),
                         Err(e) => Err((
@@ -165,20 +165,9 @@ impl JsHost {
         )
     }
 
-    fn read_mirror<'e>(
-        &self,
-        m: &crate::mirror::SessionMirror,
-        anchor: u64,
-    ) -> std::result::Result<Taken, Failure<'e>> {
-        m.mirror
-            .rewind_surface(anchor, self.current)
-            .map(Taken::Surface)
-            .map_err(|e| {
-                (
-                    FoldError::HostFailed(format!("the host's session mirror cannot answer: {e}")),
-                    None,
-                )
-            })
+    /// `host.current`: the assistant node carrying the rewind call, when the host named it.
+    pub fn current(&self) -> Option<u32> {
+        self.current
     }
 
     /// Asks for a report: whatever `summarize` returned (a promise, a thenable or the reply

@@ -166,9 +166,7 @@ impl SessionMirror {
     /// Whether the log index (open compaction, replacements) is known.
     #[napi(getter)]
     pub fn log_known(&self, env: &Env) -> Result<bool> {
-        guard::throwing(env, "SessionMirror.logKnown", || {
-            Ok(self.mirror.open_compaction().is_some())
-        })
+        guard::throwing(env, "SessionMirror.logKnown", || Ok(self.mirror.log_known()))
     }
 
     /// The seq of the `compaction/start` holding DSH's compaction lock now (no `compaction/end`
@@ -215,24 +213,26 @@ impl SessionMirror {
         })
     }
 
-    /// The seq of the rewind report of `markId` on the surface appended at or after `anchor`, if
-    /// any, and the tokens its fold freed (its sources' price minus its own), when priced.
-    #[napi(ts_return_type = "{ seq: number, tokensFreed?: number } | null")]
+    /// The rewind report of `markId` appended at or after `anchor`, wherever it stands now (on the
+    /// surface, or replaced since: the log's record that the mark's fold happened; complete once
+    /// the log index is known), or `null`: its seq, whether it is still on the surface, and the
+    /// tokens its fold freed (its sources' price minus its own), when priced.
+    #[napi(ts_return_type = "{ seq: number, onSurface: boolean, tokensFreed?: number } | null")]
     pub fn report_of(&self, env: &Env, mark_id: f64, anchor: f64) -> Result<Option<ReportOf>> {
         guard::throwing(env, "SessionMirror.reportOf", || {
-            Ok(self.mirror.surface_reports().into_iter().find_map(|(p, seq, report)| {
-                if report.mark_id as f64 != mark_id || f64::from(seq) < anchor {
-                    return None;
-                }
-                let node = self.mirror.node(p);
-                let freed = report
+            // Ids are exact integers in JS numbers: anything else names no mark.
+            if !(mark_id >= 0.0 && mark_id.fract() == 0.0 && mark_id <= 9_007_199_254_740_991.0) || anchor.is_nan() {
+                return Ok(None);
+            }
+            let (mark_id, anchor) = (mark_id as u64, anchor.max(0.0).ceil() as u64);
+            Ok(self.mirror.mark_report(mark_id, anchor).map(|report| ReportOf {
+                seq: report.seq,
+                on_surface: report.pos.is_some(),
+                tokens_freed: report
+                    .facts
                     .folded_tokens
-                    .zip(node.tokens)
-                    .map(|(folded, own)| folded.saturating_sub(u64::from(own)) as f64);
-                Some(ReportOf {
-                    seq: node.seq,
-                    tokens_freed: freed,
-                })
+                    .zip(report.tokens)
+                    .map(|(folded, own)| folded.saturating_sub(u64::from(own)) as f64),
             }))
         })
     }
@@ -295,6 +295,9 @@ impl SessionMirror {
 #[napi(object)]
 pub struct ReportOf {
     pub seq: u32,
+    /// Whether the report still stands on the surface (else a compaction or another replacement
+    /// took its place since).
+    pub on_surface: bool,
     pub tokens_freed: Option<f64>,
 }
 

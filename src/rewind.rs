@@ -436,7 +436,10 @@ impl Driver {
                 let taken = self.host()?.snapshot(env, anchor, waited)?;
                 match taken {
                     Ok(Taken::Words(words)) => Ok(Some(self.machine()?.snapshot(&words))),
-                    Ok(Taken::Surface(surface)) => Ok(Some(self.machine()?.surface(&surface))),
+                    Ok(Taken::Mirror(m)) => {
+                        let current = self.host()?.current();
+                        Ok(Some(self.machine()?.read(&m.mirror, current)))
+                    }
                     Err(failure) => self.fail_with(env, failure).map(|()| None),
                 }
             }

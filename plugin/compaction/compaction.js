@@ -41,6 +41,7 @@ import { openTurn } from './lock.js'
 import { callBlockIds } from '../block/surface.js'
 import { liveCompaction, mirrorOf, mountMirror, trackBlockTool, useMeter } from '../shared/mirror.js'
 import { compactionOverlay } from './overlay.js'
+import { openMark } from '../fold/open-mark.js'
 import { warmReportFacts } from './report-facts.js'
 import { OWN_MARKER } from './source.js'
 import { composeSummary, llmSummary, routeOf } from './summary.js'
@@ -154,8 +155,9 @@ export default class FoldCompactionEngine extends CompactionEngine {
     const checkpoint = this.ctx.get?.('checkpoint')
     if (typeof checkpoint?.latestMark !== 'function') return []
     try {
-      const mark = await checkpoint.latestMark(session.id)
-      return mark && (mark.foldedAt === null || mark.foldedAt === undefined) && Number.isInteger(mark.logLength) ? [mark.logLength] : []
+      // Open until its fold is in the log, whatever the store says (../fold/open-mark.js).
+      const mark = await openMark(checkpoint, session, this.ctx.logger)
+      return mark && Number.isInteger(mark.logLength) ? [mark.logLength] : []
     } catch {
       // An unreadable checkpoint store: plan as if no mark were active (the rewind reports the store's error).
       return []

@@ -6,8 +6,10 @@
  * in step) → the session mirror (`../shared/mirror.js`) → the addon's `rewind`, which selects the
  * region off the mirror and calls back `summarize` and `commit` on the host made here.
  *
- * - `mirror` is the session's mirror, brought in step when the host is made: the addon reads the
- *   region off it, so no snapshot crosses and nothing is called back; `current` names the rewind
+ * - `mirror` is the session's mirror, brought in step (its log index known) when the host is
+ *   made: the addon reads off it the mark's report wherever the log holds it (a fold committed
+ *   before its stamp was lost is repaired, never folded again) or else the region, so no
+ *   snapshot crosses and nothing is called back; `current` names the rewind
  *   call's assistant message (the region ends before it). `snapshot` brings the mirror back in
  *   step and hands it over, for a fold that waited for its mark.
  * - `summarize` asks the summarizer; when the host has DSH's token meter (`metered`) it adds the
@@ -23,7 +25,7 @@
 import { createUserMessage } from '@deepseek-ai/dsh-llm'
 
 import { addon } from '../shared/addon.js'
-import { liveCompaction, mirrorOf, priceMessage } from '../shared/mirror.js'
+import { liveCompaction, mirrorOf, priceMessage, withLog } from '../shared/mirror.js'
 import { REWIND_REPORT_SOURCE } from '../shared/session.js'
 
 /**
@@ -46,7 +48,8 @@ export function reportMessage(report, markId) {
  * @returns {import('../../index.js').RewindHost & {repairedTokensFreed: (markId: number) => number}}
  */
 export function sessionHost(session, summarize, options = {}) {
-  const kept = mirrorOf(session)
+  // With its log index: a report of the mark that a compaction replaced is found there.
+  const kept = withLog(session)
   const current = options.callId === undefined ? undefined : kept.openers.get(options.callId)
   const metered = options.metered === true
   /** The log length when the region was selected: while it stands, the surface has not moved. */
@@ -65,9 +68,9 @@ export function sessionHost(session, summarize, options = {}) {
   return {
     mirror: kept.native,
     current,
-    repairedTokensFreed: (/** @type {number} */ markId) => mirrorOf(session).native.reportOf(markId, 0)?.tokensFreed ?? 0,
+    repairedTokensFreed: (/** @type {number} */ markId) => withLog(session).native.reportOf(markId, 0)?.tokensFreed ?? 0,
     snapshot: () => {
-      const mirror = mirrorOf(session).native
+      const mirror = withLog(session).native
       seen = session.seq
       return mirror
     },

@@ -18,7 +18,8 @@
  *
  * The turn guard: while the latest mark is active, `agent/turn-stopping` injects a standing
  * warning once per agent per turn, and returns the promise doing it, so the loop sees the
- * injected message before it decides whether the turn ends.
+ * injected message before it decides whether the turn ends. A mark is active until its fold's
+ * report is in the session log, whether or not its stamp reached the store (`./open-mark.js`).
  */
 import { Service } from '@deepseek-ai/cordis'
 import { createUserMessage } from '@deepseek-ai/dsh-llm'
@@ -30,6 +31,7 @@ import { toToolError } from '../shared/errors.js'
 import { extractiveSummarizer, fallbackSummarizer } from './extractive.js'
 import { llmSummarizer } from './summarize.js'
 import { foldHost } from './host.js'
+import { openMark } from './open-mark.js'
 import { recallHint } from '../recall/hint.js'
 import { mountMirror, useMeter } from '../shared/mirror.js'
 import { REWIND_GUARD_SOURCE, REWIND_REPORT_SOURCE, eventLog, isRewindReportSource } from '../shared/session.js'
@@ -207,9 +209,10 @@ export default class RewindService extends Service {
   #guard({ agent, turn }) {
     const session = agent?.session
     if (!session || this.#warned.get(agent) === turn) return
-    return this.ctx.checkpoint.latestMark(session.id).then(
-      (/** @type {any} */ mark) => {
-        if (!mark || mark.foldedAt !== null || this.#silenced(session, mark)) return
+    // A mark whose fold the log holds is folded, even if its stamp was lost (./open-mark.js).
+    return openMark(this.ctx.checkpoint, session, this.ctx.logger).then(
+      (mark) => {
+        if (!mark || this.#silenced(session, mark)) return
         this.#warned.set(agent, turn)
         agent.inject(
           createUserMessage({

@@ -402,20 +402,35 @@ export function liveCompaction(session) {
 }
 
 /**
- * Reads the log index of a mirror rebuilt from its surface off the session's log.
+ * Reads the log index of a mirror rebuilt from its surface off the session's log: the open
+ * bracket, every replacement, and the events the rewind reports off the surface cite (so a fold
+ * whose report a compaction replaced is still found, with its account, by its mark: a fold's
+ * repair reads it). Two walks of the log: what those reports cite, then the records in seq order.
  * @param {Mirror} m @param {any} session
  */
 function learnLog(m, session) {
   const log = eventLog(session)
+  const onSurface = new Set(session.surface.nodes)
+  /** @type {Set<number>} */
+  const cited = new Set()
   let open = NONE
-  let at = 0
   for (let seq = 0; seq < log.length; seq++) {
     const event = log[seq]
     const type = event.type
     if (type === 'compaction/start') open = seq
     else if (type === 'compaction/end' || type === 'session/end-seed') open = NONE
-    else if (event.surfaceOp?.op === 'replace') at = describe(m, log, event, at)
+    else if (event.surfaceOp?.op === 'replace' && !onSurface.has(seq) && type === 'user/message' && isRewindReportSource(event.data?.source)) {
+      for (const s of messageSources(log, event)) if (!onSurface.has(s)) cited.add(s)
+    }
   }
+  // Describing old calls and results must not touch the open calls the listener links by.
+  const openers = new Map(m.openers)
+  let at = 0
+  for (let seq = 0; seq < log.length; seq++) {
+    const event = log[seq]
+    if (event.surfaceOp?.op === 'replace' || cited.has(seq)) at = describe(m, log, event, at)
+  }
+  m.openers = openers
   m.native.loadLog(open, words.subarray(0, at))
 }
 

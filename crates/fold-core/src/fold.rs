@@ -9,10 +9,13 @@
 //! 1. the session's latest mark (the host looks it up, [`Rewind::begin`] judges it): none →
 //!    `NO_CHECKPOINT`; already folded → `EMPTY_REGION` (one fold per mark);
 //! 2. the session's fold lock, without waiting: held → `FOLD_IN_PROGRESS`;
-//! 3. [`Step::Snapshot`]: the surface now. If a report of this very mark is already on it (a
-//!    crash between commit and stamp: a report naming the mark's id, appended after the mark was
-//!    taken), the fold is finished: stamp it and return that fold's result, never fold it again.
-//!    Else select the region ([`crate::region`]);
+//! 3. [`Step::Snapshot`]: the session now, read off its mirror ([`Rewind::read`]). If the log
+//!    already holds a report of this very mark (its commit landed but its stamp did not: a crash
+//!    between the two, a failed store write; a report naming the mark's id, appended after the
+//!    mark was taken), the fold is finished: stamp it and return that fold's result, never fold
+//!    again — wherever the report stands now, on the surface or replaced since by a compaction
+//!    (a second fold would take everything after the compaction, the user's next request with
+//!    it). Else select the region ([`crate::region`]);
 //! 4. [`Step::Summarize`]: an empty report is retried up to `max_summarization_retries` times,
 //!    then `SUMMARIZE_FAILED` with the last finish reason and token usage;
 //! 5. the report must be smaller than the region — in tokens when the host's meter priced both,
@@ -35,6 +38,7 @@ use std::sync::Arc;
 use crate::error::{FoldError, Result};
 use crate::locks::{session_locks, SessionGuard};
 use crate::meter::utf16_len;
+use crate::mirror::{MarkReport, Mirror};
 use crate::region::{self, Region};
 use crate::store::{check_session_id, MarkRecord, Store};
 use crate::surface::{Report, Surface};
@@ -247,8 +251,45 @@ impl Rewind {
         FoldError::HostFailed(format!("the fold was driven out of order: {what} came unasked"))
     }
 
+    /// Step 3 on the session's mirror: the mark's report wherever the log holds it (a repair),
+    /// else the region from the mark on the surface. The mirror is the host's: a mirror that
+    /// cannot answer (broken, or its log index unknown, so a report a compaction replaced would
+    /// go unseen) fails the fold as `HOST_FAILED`, writing nothing.
+    ///
+    /// # Errors
+    /// `HOST_FAILED` for a mirror that cannot answer; `EMPTY_REGION` / `UNBALANCED` from the
+    /// region rules.
+    pub fn read(&mut self, mirror: &Mirror, current: Option<u32>) -> Result<Step> {
+        if !matches!(self.phase, Phase::Snapshot) {
+            return Err(self.out_of_order("a snapshot"));
+        }
+        let host_failed = |e: FoldError| FoldError::HostFailed(format!("the host's session mirror cannot answer: {e}"));
+        let surface = (|| {
+            if let Some(why) = mirror.broken() {
+                return Err(FoldError::invalid(format!(
+                    "the session mirror is out of step with its session: {why}"
+                )));
+            }
+            if !mirror.log_known() {
+                return Err(FoldError::invalid(
+                    "its log index is not known (SessionMirror.loadLog first), so a report of this mark replaced since could go unseen",
+                ));
+            }
+            match mirror.mark_report(self.mark.id, self.mark.log_length) {
+                Some(report) => Ok(Err(report)),
+                None => mirror.rewind_surface(self.mark.log_length, current).map(Ok),
+            }
+        })();
+        let chosen = match surface {
+            Ok(Ok(surface)) => self.select(&surface),
+            Ok(Err(report)) => Ok(self.repair(&report)),
+            Err(e) => Err(host_failed(e)),
+        };
+        self.enter(chosen)
+    }
+
     /// Step 3: the surface now, as snapshot words. A report of this mark already on it finishes
-    /// the fold (repair).
+    /// the fold (repair); a report off the surface is not seen here ([`Rewind::read`] sees it).
     ///
     /// # Errors
     /// `INVALID_ARGUMENT` for a bad snapshot; `EMPTY_REGION` / `UNBALANCED` from the region rules.
@@ -265,8 +306,7 @@ impl Rewind {
         }
     }
 
-    /// Step 3 on a surface already in hand (the session mirror's, [`crate::mirror`]): as
-    /// [`Rewind::snapshot`].
+    /// Step 3 on a surface already in hand: as [`Rewind::snapshot`].
     ///
     /// # Errors
     /// `EMPTY_REGION` / `UNBALANCED` from the region rules.
@@ -274,11 +314,36 @@ impl Rewind {
         if !matches!(self.phase, Phase::Snapshot) {
             return Err(self.out_of_order("a snapshot"));
         }
-        let (phase, step) = self.select(surface).inspect_err(|_| self.phase = Phase::Over)?;
-        // A repair: the report is already on the surface.
+        let chosen = self.select(surface);
+        self.enter(chosen)
+    }
+
+    /// Enters the phase step 3 chose (a repair is a committed fold), or ends on its error.
+    fn enter(&mut self, chosen: Result<(Phase, Step)>) -> Result<Step> {
+        let (phase, step) = chosen.inspect_err(|_| self.phase = Phase::Over)?;
         self.committed = matches!(phase, Phase::Stamp { .. });
         self.phase = phase;
         Ok(step)
+    }
+
+    /// The fold a report already in the log recorded: stamp it, return its result.
+    fn repair(&self, report: &MarkReport) -> (Phase, Step) {
+        let facts = &report.facts;
+        let result = FoldResult {
+            mark_id: self.mark.id,
+            folded_nodes: facts.folded_nodes,
+            start: facts.start,
+            end: facts.end,
+            folded_chars: facts.folded_chars,
+            report_chars: u64::from(report.chars),
+            tokens_freed: None,
+            stamp_error: None,
+        };
+        let step = Step::Stamp {
+            mark_id: self.mark.id,
+            result: result.clone(),
+        };
+        (Phase::Stamp { result, tries: 0 }, step)
     }
 
     fn select(&self, surface: &Surface) -> Result<(Phase, Step)> {
@@ -288,25 +353,27 @@ impl Rewind {
         // name a new mark's id.
         let repairs = |r: &&Report| r.mark_id == mark.id && u64::from(r.seq) >= mark.log_length;
         if let Some(report) = surface.reports.iter().find(repairs) {
-            let result = FoldResult {
+            let chars = surface
+                .nodes
+                .iter()
+                .find(|n| n.seq == report.seq)
+                .map_or(0, |n| n.chars);
+            let facts = crate::mirror::ReportFacts {
                 mark_id: mark.id,
                 folded_nodes: report.folded_nodes,
                 start: report.start,
                 end: report.end,
                 folded_chars: u64::from(report.folded_chars),
-                report_chars: surface
-                    .nodes
-                    .iter()
-                    .find(|n| n.seq == report.seq)
-                    .map_or(0, |n| u64::from(n.chars)),
-                tokens_freed: None,
-                stamp_error: None,
+                folded_tokens: None,
             };
-            let step = Step::Stamp {
-                mark_id: mark.id,
-                result: result.clone(),
-            };
-            return Ok((Phase::Stamp { result, tries: 0 }, step));
+            let seq = report.seq;
+            return Ok(self.repair(&MarkReport {
+                seq,
+                facts,
+                chars,
+                tokens: None,
+                pos: None,
+            }));
         }
         let request = FoldRequest {
             mark_id: mark.id,

@@ -206,6 +206,19 @@ pub struct ReportFacts {
     pub folded_tokens: Option<u64>,
 }
 
+/// A mark's rewind report as the log records it ([`Mirror::mark_report`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MarkReport {
+    pub seq: u32,
+    /// The fold it records.
+    pub facts: ReportFacts,
+    /// The report's own model-visible chars and token price (when priced).
+    pub chars: u32,
+    pub tokens: Option<u32>,
+    /// Its surface position, while it stands on the surface.
+    pub pos: Option<usize>,
+}
+
 /// One replacement of the session's history (for recall): who replaced what.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Replacement {
@@ -973,31 +986,75 @@ impl Mirror {
     }
 
     /// Learns the log index of a loaded mirror: the open compaction bracket's start (or NONE)
-    /// and the records of every replacement in the log, in log order (the log up to
-    /// [`Mirror::event_count`]).
+    /// and, in seq order, the records of every replacement in the log, with the records of the
+    /// message events the rewind reports off the surface cite (the log up to
+    /// [`Mirror::event_count`]). Every event the surface load did not describe is described
+    /// now (off the surface), so a fold's report is found, with its account, wherever it stands
+    /// ([`Mirror::mark_report`]), as it is in a mirror fed from the first event.
     ///
     /// # Errors
-    /// `INVALID_ARGUMENT` when the words are malformed or name events past the described log.
+    /// `INVALID_ARGUMENT` when the words are malformed, out of seq order, or name events past
+    /// the described log (the mirror is then unchanged).
     pub fn load_log(&mut self, open_compaction: u32, words: &[u32]) -> Result<()> {
         self.check()?;
-        let mut history = Vec::new();
-        let mut sources = Vec::new();
+        if open_compaction != NONE && open_compaction >= self.event_count {
+            return Err(out_of_step(format!(
+                "open compaction {open_compaction} is past the log"
+            )));
+        }
+        let mut records = Vec::new();
         let mut at = 0;
         let mut last = None;
         while at < words.len() {
             let (record, len) = Record::at(&words[at..]).map_err(out_of_step)?;
-            let fact = record.fact(record.seq()).map_err(out_of_step)?;
-            if !fact.source.is_replacement() || record.seq() >= self.event_count || last >= Some(record.seq()) {
+            if record.op() == 0 || record.seq() >= self.event_count || last >= Some(record.seq()) {
                 return Err(out_of_step(format!(
-                    "event {} is no replacement of the log in order",
+                    "event {} is no message event of the log in order",
                     record.seq()
                 )));
             }
+            // Checked before anything is kept, so a bad record changes nothing.
+            record.fact(record.seq()).map_err(out_of_step)?;
             last = Some(record.seq());
+            records.push(record);
+            at += len;
+        }
+        let mut history = Vec::new();
+        let mut sources = Vec::new();
+        for record in &records {
+            let seq = record.seq();
+            let mut fact = record.fact(seq).map_err(out_of_step)?;
+            // What it cites has a lower seq: described by now.
+            match self.index_of(seq) {
+                None => {
+                    // Off the surface: described so what it is (a report of a mark) and what it
+                    // accounts for are known.
+                    self.resolve(&mut fact, record.sources(), 0..0);
+                    let index = self.facts.len() as u32;
+                    if fact.report != 0 {
+                        self.report_facts.push(index);
+                    }
+                    self.fact_at[seq as usize] = index;
+                    self.facts.push(fact);
+                }
+                Some(i) if self.facts[i].report != 0 => {
+                    // A report the surface load described only as what another report cites,
+                    // before what it cites itself was described: its account again, now whole.
+                    self.resolve(&mut fact, record.sources(), 0..0);
+                    // (`resolve` numbers the fresh fact only when it pushed an account.)
+                    if let Some(whole) = (fact.report != 0).then(|| self.reports.pop()).flatten() {
+                        self.reports[self.facts[i].report as usize - 1] = whole;
+                    }
+                }
+                Some(_) => {}
+            }
+            if !fact.source.is_replacement() {
+                continue;
+            }
             let start = sources.len();
             sources.extend_from_slice(record.sources());
             history.push(Replacement {
-                seq: fact.seq,
+                seq,
                 kind: fact.kind,
                 source: fact.source,
                 closed: record.w[6].checked_sub(1),
@@ -1008,18 +1065,41 @@ impl Mirror {
                 },
                 sources: start..sources.len(),
             });
-            at += len;
-        }
-        if open_compaction != NONE && open_compaction >= self.event_count {
-            return Err(out_of_step(format!(
-                "open compaction {open_compaction} is past the log"
-            )));
         }
         self.open_compaction = (open_compaction != NONE).then_some(open_compaction);
         self.history = history;
         self.history_sources = sources;
         self.log_known = true;
         Ok(())
+    }
+
+    /// Whether the log index is known: fed from the log's first event, or learnt
+    /// ([`Mirror::load_log`]).
+    pub fn log_known(&self) -> bool {
+        self.log_known
+    }
+
+    /// The rewind report of mark `mark_id` appended at or after `anchor` (the mark's log
+    /// length: ids restart at 1 when a store is deleted, so an older report may name a new
+    /// mark's id), wherever it stands now: on the surface, or replaced since (by a compaction,
+    /// another fold) — the session log's record that the mark's fold happened. The earliest, if
+    /// a mark was ever folded twice. Complete once the log index is known
+    /// ([`Mirror::log_known`]); before that, only reports on the surface are seen.
+    pub fn mark_report(&self, mark_id: u64, anchor: u64) -> Option<MarkReport> {
+        self.report_facts
+            .iter()
+            .map(|&i| &self.facts[i as usize])
+            .filter(|f| u64::from(f.seq) >= anchor)
+            .map(|f| (f, self.reports[f.report as usize - 1]))
+            .filter(|(_, r)| r.mark_id == mark_id)
+            .min_by_key(|(f, _)| f.seq)
+            .map(|(f, facts)| MarkReport {
+                seq: f.seq,
+                facts,
+                chars: f.chars,
+                tokens: (f.tokens != NONE).then_some(f.tokens),
+                pos: (f.pos != NONE).then_some(f.pos as usize),
+            })
     }
 
     // ---- the planners' inputs -----------------------------------------------------------------
@@ -1186,7 +1266,8 @@ impl Mirror {
     /// The canonical description of what every planner reads (tests compare mirrors by it): per
     /// surface node in model order its facts, with the opener only when it stands on the surface
     /// (an orphan's unknown opener and a shadowed one are the same to every rule), block ids
-    /// spelled out, and a rewind report's account; then the log index when known.
+    /// spelled out, and a rewind report's account; then the log index when known, with the
+    /// account of every rewind report in it (on the surface or not: what a fold's repair reads).
     pub fn canonical(&self) -> Result<Canonical> {
         self.check()?;
         let spell = |k: Option<u32>| k.map(|k| self.set(k).iter().map(|&m| BlockId(self.id(m).to_vec())).collect());
@@ -1218,6 +1299,7 @@ impl Mirror {
                         spell(r.closed),
                         spell(r.carried),
                         self.cited(r).to_vec(),
+                        self.report(r.seq),
                     )
                 })
                 .collect();
@@ -1238,11 +1320,19 @@ pub struct Canonical {
     pub event_count: u32,
     pub generation: u32,
     pub nodes: Vec<CanonicalNode>,
-    /// The open compaction and the replacements (seq, source, closed, carried, cited), if known.
+    /// The open compaction and the replacements (seq, source, closed, carried, cited, and a
+    /// rewind report's account wherever it stands), if known.
     #[allow(clippy::type_complexity, reason = "a flat description compared whole")]
     pub log: Option<(
         Option<u32>,
-        Vec<(u32, Source, Option<Vec<BlockId>>, Option<Vec<BlockId>>, Vec<u32>)>,
+        Vec<(
+            u32,
+            Source,
+            Option<Vec<BlockId>>,
+            Option<Vec<BlockId>>,
+            Vec<u32>,
+            Option<ReportFacts>,
+        )>,
     )>,
 }
 

@@ -290,3 +290,179 @@ fn a_record_out_of_step_breaks_the_mirror_until_it_is_rebuilt() {
         assert!(copy.broken().is_some());
     }
 }
+
+/// A fold whose stamp was lost, then a compaction over it: 0 user, 1 log, [mark at 2] 2
+/// assistant(1 call), 3 result, 4 the report of mark 1 (replaces 2..3), 5 a compaction's summary
+/// (replaces 0..4), 6 the user's next request, 7 the assistant carrying a rewind call.
+fn compacted_fold(m: &mut Mirror) {
+    push(
+        m,
+        RecordBuilder {
+            source: Source::User,
+            ..node(0, Kind::User, 40, 14)
+        },
+        &[],
+    );
+    push(m, RecordBuilder::log(1, 0), &[]);
+    push(m, assistant(2, 1, 80), &[]);
+    push(m, result(3, 2, 400), &[]);
+    push(m, replace(4, 2, 3, Source::RewindReport { mark_id: 1 }), &[2, 3]);
+    push(
+        m,
+        RecordBuilder {
+            lowest_source: Some(0),
+            ..replace(5, 0, 4, Source::CompactionSummary)
+        },
+        &[0, 4],
+    );
+    push(
+        m,
+        RecordBuilder {
+            source: Source::User,
+            ..node(6, Kind::User, 60, 19)
+        },
+        &[],
+    );
+    push(m, assistant(7, 1, 20), &[]);
+}
+
+/// The same session rebuilt as a restarted host does: its surface (5, 6, 7), then its log index
+/// (every replacement, and what the report off the surface cites).
+fn compacted_fold_loaded(with_log: bool) -> Mirror {
+    let mut fed = Mirror::new();
+    compacted_fold(&mut fed);
+    let mut words = mirror::load_header(8, 2, 3, 0).to_vec();
+    RecordBuilder {
+        lowest_source: Some(0),
+        origin: Some(0),
+        ..replace(5, 0, 4, Source::CompactionSummary)
+    }
+    .write(&[0, 4], &mut words);
+    RecordBuilder {
+        source: Source::User,
+        origin: Some(6),
+        ..node(6, Kind::User, 60, 19)
+    }
+    .write(&[], &mut words);
+    RecordBuilder {
+        origin: Some(7),
+        ..assistant(7, 1, 20)
+    }
+    .write(&[], &mut words);
+    let mut m = Mirror::new();
+    m.load(&words).unwrap();
+    if with_log {
+        let mut log = Vec::new();
+        assistant(2, 1, 80).write(&[], &mut log);
+        result(3, 2, 400).write(&[], &mut log);
+        replace(4, 2, 3, Source::RewindReport { mark_id: 1 }).write(&[2, 3], &mut log);
+        RecordBuilder {
+            lowest_source: Some(0),
+            ..replace(5, 0, 4, Source::CompactionSummary)
+        }
+        .write(&[0, 4], &mut log);
+        m.load_log(NONE, &log).unwrap();
+        assert_eq!(m.canonical().unwrap(), fed.canonical().unwrap(), "loaded as fed");
+    }
+    m
+}
+
+#[test]
+fn a_marks_report_is_found_in_the_log_after_a_compaction_replaced_it() {
+    let mut fed = Mirror::new();
+    compacted_fold(&mut fed);
+    for m in [fed, compacted_fold_loaded(true)] {
+        let report = m.mark_report(1, 2).expect("the report of mark 1");
+        assert_eq!((report.seq, report.chars, report.pos), (4, 100, None));
+        assert_eq!(
+            (
+                report.facts.folded_nodes,
+                report.facts.start,
+                report.facts.end,
+                report.facts.folded_chars
+            ),
+            (2, 2, 3, 480)
+        );
+        assert_eq!(
+            m.mark_report(1, 5),
+            None,
+            "a report older than the mark is not its fold"
+        );
+        assert_eq!(m.mark_report(2, 0), None);
+    }
+}
+
+#[test]
+fn a_rewind_of_a_mark_whose_report_was_compacted_repairs_it_and_folds_nothing() {
+    use fold_core::fold::{Anchor, Rewind, RewindOptions, Step};
+    let mut fed = Mirror::new();
+    compacted_fold(&mut fed);
+    for (i, m) in [fed, compacted_fold_loaded(true)].into_iter().enumerate() {
+        let session = format!("compacted-fold-{i}");
+        let mark = Anchor {
+            id: 1,
+            log_length: 2,
+            folded: false,
+        };
+        let (mut rewind, step) = Rewind::begin(&session, Some(mark), RewindOptions::default()).unwrap();
+        assert_eq!(step, Step::Snapshot);
+        let Step::Stamp { mark_id, result } = rewind.read(&m, Some(7)).unwrap() else {
+            panic!("the fold in the log is repaired, not folded again")
+        };
+        assert_eq!(mark_id, 1);
+        assert_eq!(
+            (
+                result.folded_nodes,
+                result.start,
+                result.end,
+                result.folded_chars,
+                result.report_chars
+            ),
+            (2, 2, 3, 480, 100)
+        );
+        assert!(rewind.committed_already());
+    }
+    // Without its log index a loaded mirror cannot see the report: the fold refuses to guess.
+    let loaded = compacted_fold_loaded(false);
+    let (mut rewind, _) = Rewind::begin(
+        "compacted-fold-unknown-log",
+        Some(Anchor {
+            id: 1,
+            log_length: 2,
+            folded: false,
+        }),
+        RewindOptions::default(),
+    )
+    .unwrap();
+    let e = rewind.read(&loaded, Some(7)).unwrap_err();
+    assert_eq!(e.code(), "HOST_FAILED", "{e}");
+    assert!(e.to_string().contains("log index"), "{e}");
+}
+
+#[test]
+fn a_bad_log_index_is_refused_and_changes_nothing() {
+    let mut m = compacted_fold_loaded(false);
+    let before = m.canonical().unwrap();
+    let words = |records: &[(RecordBuilder, &[u32])]| {
+        let mut out = Vec::new();
+        for (r, sources) in records {
+            r.write(sources, &mut out);
+        }
+        out
+    };
+    let report = replace(4, 2, 3, Source::RewindReport { mark_id: 1 });
+    for (why, bad) in [
+        (
+            "out of seq order",
+            words(&[(report, &[2, 3]), (assistant(2, 1, 80), &[])]),
+        ),
+        ("past the log", words(&[(assistant(9, 1, 80), &[])])),
+        ("a log-only event", words(&[(RecordBuilder::log(1, 0), &[])])),
+        ("a truncated record", words(&[(report, &[2, 3])])[..5].to_vec()),
+    ] {
+        let e = m.load_log(NONE, &bad).unwrap_err();
+        assert_eq!(e.code(), "INVALID_ARGUMENT", "{why}: {e}");
+        assert_eq!(m.canonical().unwrap(), before, "{why}: the mirror changed");
+        assert_eq!(m.mark_report(1, 2), None, "{why}");
+    }
+}

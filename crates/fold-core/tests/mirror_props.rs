@@ -385,9 +385,28 @@ impl Model {
             self.record(seq, true, &mut none, &mut words);
         }
         m.load(&words).expect("a load of the model's surface");
+        // The log index: every replacement, and what the rewind reports off the surface cite
+        // (so their accounts are known), in seq order.
+        let mut cited_off_surface: Vec<u32> = Vec::new();
+        for seq in 0..self.events.len() as u32 {
+            if let Ev::Replace {
+                source: Source::RewindReport { .. },
+                cited,
+                ..
+            } = &self.events[seq as usize].ev
+            {
+                if !self.surface.contains(&seq) {
+                    cited_off_surface.extend(
+                        self.message_sources(cited)
+                            .into_iter()
+                            .filter(|s| !self.surface.contains(s)),
+                    );
+                }
+            }
+        }
         let mut log = Vec::new();
         for seq in 0..self.events.len() as u32 {
-            if matches!(self.events[seq as usize].ev, Ev::Replace { .. }) {
+            if matches!(self.events[seq as usize].ev, Ev::Replace { .. }) || cited_off_surface.contains(&seq) {
                 self.record(seq, false, &mut none, &mut log);
             }
         }
