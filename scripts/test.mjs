@@ -48,7 +48,7 @@
  * printing the command that enables them.
  */
 import { spawnSync } from 'node:child_process'
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
+import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -76,6 +76,9 @@ function run(cmd, args, env) {
 /** What may stay in the private TMPDIR: npm's compile cache (npm >= 11 on Node >= 22 keeps it there). */
 const NOT_A_LEAK = new Set(['node-compile-cache'])
 const runTmp = mkdtempSync(path.join(tmpdir(), 'dsh-fold-npm-test-'))
+// Traversable by every user as the system's is (tests that drop to user nobody read files in
+// it); writable by this user only.
+chmodSync(runTmp, 0o755)
 process.env.TMPDIR = runTmp
 /** What the run's steps left in their TMPDIR: each entry, with its first file for a hint. */
 function leftInTmp() {
