@@ -220,7 +220,8 @@ describe('planMatches: the commit-time check', () => {
     assert.equal(fold.planMatches({ anchor: 2, seqs: new Uint32Array([]) }, snapshot), false)
     const compacted = [u(0), a(1, 1), r(2, 1), u(8, { origin: 3 }), a(5, 1), r(6, 5), a(7, 1)]
     assert.equal(fold.planMatches(region, encode(compacted, { current: 7 })), false)
-    const grown = [...MID_CALL.slice(0, 7), u(8), a(7, 1)]
+    // (a node of kind other: a user message or an answer after the last tool work stays out)
+    const grown = [...MID_CALL.slice(0, 7), { seq: 8, kind: 0 }, a(7, 1)]
     assert.equal(fold.planMatches(region, encode(grown, { current: 7, events: 9 })), false)
   })
 

@@ -288,7 +288,7 @@ describe('rejections: nothing changes', () => {
     const requestSeq = b.seq
     const u = b.user('actually, use the other branch')
     block(b, 'A')
-    throwsCoded(() => plan(b, ['A'], requestSeq), 'STALE', new RegExp(`seq ${u}.*block_summary again`))
+    throwsCoded(() => plan(b, ['A'], requestSeq), 'STALE', new RegExp(`seq ${u}.*write the summary again`))
     assert.equal(plan(b, ['A'], u + 1).status, 'commit')
   })
 

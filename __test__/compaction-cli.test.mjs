@@ -18,7 +18,7 @@
  */
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
@@ -285,6 +285,9 @@ describe('dsh-fold compaction on a real profile pair', { skip: SKIP }, () => {
     assert.equal(carried.code, 0, carried.stderr)
     assert.match(carried.stdout, /carried over from compaction-basic's config: \{"thresholdRatio":0\.7,"retainRatio":0\.1\}\n {2}compacts at 0\.7 of the context window \(a 0\.1 tail kept\)/)
     assert.equal((await boot(h, 'headless')).backend, 'FoldCompactionEngine')
+    // Without its own language, the backend speaks the rewind row's.
+    appendFileSync(h.patch('headless'), '- id: tool-rewind\n  config: {toolName: rewind, reportLanguage: zh}\n')
+    assert.match(cli(h, ['status', '--profile', 'headless']).stdout, /checkpoint cap 0\.15 of the window, at least 8192 tokens; language zh\n/)
   })
 
   test('usage errors exit 64 and read nothing', () => {

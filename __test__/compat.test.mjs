@@ -26,6 +26,7 @@ import {
   RewindConfig,
   RewindError,
   isRewindReportSource,
+  reportFrame,
   surfaceSnapshot,
 } from '../plugin/index.js'
 import { Context, ScriptedModel, protocolProblems, tempStore } from './helpers/dsh.mjs'
@@ -229,10 +230,36 @@ describe('region selection (the reference rules, on the direct path: no rewind c
     assert.match(e.message, /no surface nodes between the checkpoint/)
   })
 
-  it('folds to the surface tail when there is no assistant message yet', () => {
+  it('folds to the surface tail when there is no assistant message yet (DIFFERENCE: a user message with nothing after it stays, so there is nothing to fold)', () => {
     const log = new Log('noassistant')
     log.user('a')
-    assert.deepEqual(select(log.session, 0), [0])
+    assert.equal(thrown(() => select(log.session, 0)).code, 'EMPTY_REGION')
+    // A tool result at the tail (its call folded with it) is folded to the tail, as the reference does.
+    const tool = new Log('tool-tail')
+    tool.user('a')
+    tool.assistant({ calls: [['c1', 'bash']] })
+    tool.result('c1', OUTPUT)
+    assert.deepEqual(select(tool.session, 1), [1, 2])
+  })
+
+  it('keeps an answer and the messages after it out of the fold (DIFFERENCE: the reference folds them)', async () => {
+    // The turn guard asks for the rewind after the model has answered; the answer, the guard's
+    // warning and a user's new message after the last tool work stay, so the model still sees it
+    // answered. Only the tool work before them is folded.
+    const log = new Log('answered')
+    log.user('Find the cause')
+    const anchor = log.seq
+    const call = log.assistant({ calls: [['c1', 'bash']] })
+    const result = log.result('c1', OUTPUT)
+    log.assistant({ text: 'The cause is X.' })
+    log.user('[the guard asks for the rewind]')
+    assert.deepEqual(select(log.session, anchor), [call, result])
+    // Nothing but an answer after the mark: nothing to fold.
+    const bare = new Log('bare-answer')
+    bare.user('Hi')
+    bare.assistant({ text: 'Hello.' })
+    const e = thrown(() => select(bare.session, 1))
+    assert.equal(e.code, 'EMPTY_REGION')
   })
 
   it('re-checks the region at commit time: the same region holds, a moved one does not', async () => {
@@ -253,7 +280,7 @@ describe('ctx.rewind.rewind (the reference service contract)', () => {
     assert.deepEqual([set.maxTokens, set.maxSummarizationRetries, set.reportLanguage], [512, 0, 'zh'])
   })
 
-  it('folds the exploration into the report: the result shape, no plugin events, the stamp, the surface', async () => {
+  it('folds the exploration into the report: the result shape, no plugin events, the stamp, the surface (DIFFERENCE: the report stands in a frame that says what it is)', async () => {
     const { ctx } = await setup([text('## Findings\n- X')])
     const session = await exploration((s) => ctx.checkpoint.mark(s, 'explore the failure'))
     const result = await ctx.rewind.rewind(routed(session), SIGNAL)
@@ -266,7 +293,7 @@ describe('ctx.rewind.rewind (the reference service contract)', () => {
       session.deriveMessages().map((/** @type {any} */ m) => m.content),
       [
         [{ type: 'text', text: 'Find the cause' }],
-        [{ type: 'text', text: '## Findings\n- X' }],
+        [{ type: 'text', text: `${reportFrame({ id: 1, objective: 'explore the failure' }, false)}## Findings\n- X` }],
         [{ type: 'tool-call', id: CallId('c2'), name: 'rewind', arguments: '{}' }],
       ],
     )
@@ -334,7 +361,8 @@ describe('ctx.rewind.rewind (the reference service contract)', () => {
     const log = new Log('shrink')
     log.event('turn/start', { turn: 1 })
     await ctx.checkpoint.mark(log.session)
-    log.assistant({ text: 'short analysis' })
+    log.assistant({ text: 'short analysis', calls: [['c1', 'bash']] })
+    log.result('c1', 'ok')
     log.assistant({ calls: [['c2', 'rewind']] }, 2)
     const e = await ctx.rewind.rewind(routed(log.session), SIGNAL).then(assert.fail, (x) => x)
     assert.equal(e.code, 'SHRINK')
@@ -347,9 +375,11 @@ describe('ctx.rewind.rewind (the reference service contract)', () => {
     log.event('turn/start', { turn: 1 })
     await ctx.checkpoint.mark(log.session)
     log.assistant({})
+    log.assistant({ calls: [['c1', 'bash']] })
+    log.result('c1', OUTPUT)
     log.assistant({ calls: [['c2', 'rewind']] }, 2)
-    assert.equal((await ctx.rewind.rewind(routed(log.session), SIGNAL)).foldedNodes, 1)
-    assert.equal(model.requests[0].messages.length, 1, 'only the instruction')
+    assert.equal((await ctx.rewind.rewind(routed(log.session), SIGNAL)).foldedNodes, 3)
+    assert.equal(model.requests[0].messages.length, 3, 'the call, its result and the instruction')
   })
 
   it('skips the shrink check for a region without text', async () => {
@@ -442,7 +472,8 @@ describe('ctx.rewind.rewind (the reference service contract)', () => {
     const { ctx } = await setup([text('report')])
     const log = new Log('nohost')
     await ctx.checkpoint.mark(log.session)
-    log.user('explore')
+    log.assistant({ calls: [['c1', 'bash']] })
+    log.result('c1', OUTPUT)
     log.assistant({ calls: [['c2', 'rewind']] })
     const e = await ctx.rewind.rewind(agentOf(log.session), SIGNAL).then(assert.fail, (x) => x)
     assert.match(e.message, /no provider\/model available/)
@@ -459,7 +490,8 @@ describe('the report call (the reference summarizer contract)', () => {
     const log = new Log('sys')
     log.event('request/header', { header: { config: { provider: MODEL, model: MODEL }, system: 'sys-text', tools: TOOLS }, reason: 'initial' })
     await ctx.checkpoint.mark(log.session)
-    log.assistant({ text: 'a long enough analysis to fold' })
+    log.assistant({ text: 'a long enough analysis to fold', calls: [['c1', 'bash']] })
+    log.result('c1', OUTPUT)
     log.assistant({ calls: [['c2', 'rewind']] }, 2)
     await ctx.rewind.rewind(agentOf(log.session))
     assert.equal(model.requests[0].system, 'sys-text')
@@ -471,7 +503,8 @@ describe('the report call (the reference summarizer contract)', () => {
     const { ctx, model } = await setup([text('report')])
     const log = new Log('noheader')
     await ctx.checkpoint.mark(log.session)
-    log.assistant({ text: 'a long enough analysis to fold' })
+    log.assistant({ text: 'a long enough analysis to fold', calls: [['c1', 'bash']] })
+    log.result('c1', OUTPUT)
     log.assistant({ calls: [['c2', 'rewind']] }, 2)
     await ctx.rewind.rewind(agentOf(log.session, { provider: MODEL, model: MODEL }))
     assert.equal(model.requests[0].provider, MODEL)
@@ -482,7 +515,8 @@ describe('the report call (the reference summarizer contract)', () => {
       const { ctx, model } = await setup([text('report')])
       const log = new Log('partial')
       await ctx.checkpoint.mark(log.session)
-      log.assistant({ text: 'a long enough analysis to fold' })
+      log.assistant({ text: 'a long enough analysis to fold', calls: [['c1', 'bash']] })
+      log.result('c1', OUTPUT)
       log.assistant({ calls: [['c2', 'rewind']] }, 2)
       const e = await ctx.rewind.rewind(agentOf(log.session, options)).then(assert.fail, (x) => x)
       assert.match(e.message, /no provider\/model available/)
@@ -505,21 +539,22 @@ describe('the rewind tool', () => {
     assert.ok(ctx.tools.schemas().some((/** @type {any} */ s) => s.name === 'rewind'))
     const session = await exploration((s) => ctx.checkpoint.mark(s))
     const result = await callRewind(ctx, routed(session))
-    assert.match(textOf(result), /Folded 2 surface nodes/)
+    assert.match(textOf(result), /^Checkpoint 1 folded: the 2 messages of its investigation/)
     assert.deepEqual(checkpointEvents(session), [])
     assert.equal(await ctx.checkpoint.hasActive(session.id), false)
   })
 
-  it('presents a generic Rewind card of kind other, and renders the reference text', async () => {
+  it("presents a generic Rewind card of kind other, and renders the result (DIFFERENCE: in the model's terms, with the next step)", async () => {
     const { ctx } = await setup([text('report')])
     const tool = ctx.tools.get('rewind')
     assert.deepEqual(tool.presentCall({}), { card: 'generic', title: 'Rewind', kind: 'other' })
     assert.deepEqual(tool.output.render({}, { markId: 4, foldedNodes: 2, start: 5, end: 6, foldedChars: 25, reportChars: 15 }), [
-      { type: 'text', text: 'Folded 2 surface nodes (seq 5..6, 25 chars) into an auto-generated report (15 chars).' },
+      {
+        type: 'text',
+        text: 'Checkpoint 4 folded: the 2 messages of its investigation (25 chars) are replaced by your report, above (15 chars). Continue the task; if you already answered the user, end your turn without repeating the answer.',
+      },
     ])
-    assert.deepEqual(tool.output.render({}, { markId: 1, foldedNodes: 1, start: 2, end: 2, foldedChars: 0, reportChars: 0 }), [
-      { type: 'text', text: 'Folded 1 surface node (seq 2..2, 0 chars) into an auto-generated report (0 chars).' },
-    ])
+    assert.match(tool.output.render({}, { markId: 1, foldedNodes: 1, start: 2, end: 2, foldedChars: 0, reportChars: 0 })[0].text, /^Checkpoint 1 folded: the 1 message of its investigation \(0 chars\)/)
   })
 
   it('adds the tool:rewind prompt section (DIFFERENCE: its wording is dsh-fold\'s own)', async () => {
@@ -540,7 +575,7 @@ describe('the rewind tool', () => {
   it("accepts any tool name DSH's registry accepts, e.g. fold.rewind", async () => {
     const { ctx } = await setup([text('## Findings\n- done')], { rewind: { toolName: 'fold.rewind' } })
     const session = await exploration((s) => ctx.checkpoint.mark(s))
-    assert.match(textOf(await callRewind(ctx, routed(session), 'fold.rewind')), /Folded 2 surface nodes/)
+    assert.match(textOf(await callRewind(ctx, routed(session), 'fold.rewind')), /^Checkpoint 1 folded/)
   })
 })
 

@@ -252,13 +252,16 @@ describe('the session mirror on real DSH sessions', () => {
   it('a mirror out of step refuses to answer until it is rebuilt from its session', () => {
     const session = Session.create(SessionId(`broken-${process.pid}`))
     session.append('user/message', createUserMessage({ content: [{ type: 'text', text: 'x' }], source: { kind: 'user' } }), { surfaceOp: 'append' })
+    const call = { type: 'tool-call', id: CallId('c1'), name: 'read', arguments: '{}' }
+    session.append('assistant/message', { turn: 1, step: 1, message: createAssistantMessage({ content: [call], source: { kind: 'model', provider: 'p', model: 'm' } }) }, { surfaceOp: 'append' })
+    session.append('tool/result', { turn: 1, step: 1, message: createToolResultMessage({ callId: CallId('c1'), content: [{ type: 'text', text: 'y' }], isError: false }) }, { surfaceOp: 'append' })
     const native = mirrorOf(session).native
     // A record for the wrong seq: INVALID_ARGUMENT, and the mirror says it is broken.
     assert.throws(() => native.push(new Uint32Array([5, 0])), (e) => /** @type {any} */ (e).code === 'INVALID_ARGUMENT')
-    assert.match(native.broken, /event 5 arrived when event 1 was next/)
+    assert.match(native.broken, /event 5 arrived when event 3 was next/)
     assert.throws(() => addon.selectRegion(native, 0), (e) => /** @type {any} */ (e).code === 'INVALID_ARGUMENT')
     // The next use rebuilds it from the session.
     assert.equal(mirrorOf(session).native.broken, null)
-    assert.equal(addon.selectRegion(mirrorOf(session).native, 0).foldedNodes, 1)
+    assert.equal(addon.selectRegion(mirrorOf(session).native, 0).foldedNodes, 3)
   })
 })

@@ -17,7 +17,9 @@ import { defineTool } from '@deepseek-ai/dsh-tools'
 
 import { addon } from '../plugin/shared/addon.js'
 import { toToolError } from '../plugin/shared/errors.js'
-import { Checkpoint, CheckpointConfig, INSTRUCTIONS, Rewind, RewindConfig, isRewindReportSource } from '../plugin/index.js'
+import { Checkpoint, CheckpointConfig, INSTRUCTIONS, Rewind, RewindConfig, isRewindReportSource, reportFrame } from '../plugin/index.js'
+import { reportBody } from '../plugin/fold/words.js'
+import { isReportInstruction, reportInstruction } from '../plugin/fold/summarize.js'
 import {
   CallId,
   ScriptedModel,
@@ -49,8 +51,10 @@ function gate() {
 }
 
 /** Whether a model request is the plugin's report call (the instruction rides last). */
-const isReportRequest = (/** @type {any} */ options) =>
-  Object.values(INSTRUCTIONS).includes(options.messages.at(-1)?.content?.[0]?.text)
+const isReportRequest = (/** @type {any} */ options) => isReportInstruction(options.messages.at(-1))
+
+/** A report as committed: in its frame (the exploration's mark is 1, "explore the failure"). */
+const framed = (/** @type {string} */ report, mark = { id: 1, objective: 'explore the failure' }) => `${reportFrame(mark, false)}${report}`
 
 /** The text of a message's text blocks. */
 const textOf = (/** @type {any} */ message) =>
@@ -339,7 +343,7 @@ describe('a full fold', () => {
       messages.map((/** @type {any} */ m) => m.content),
       [
         [{ type: 'text', text: 'Find the cause' }],
-        [{ type: 'text', text: REPORT }],
+        [{ type: 'text', text: framed(REPORT) }],
         [{ type: 'tool-call', id: CallId('c2'), name: 'rewind', arguments: '{}' }],
       ],
     )
@@ -503,7 +507,10 @@ describe('report call routing', () => {
     assert.equal(request.messages[1].content[0].toolCallId, 'c1')
     const last = request.messages.at(-1)
     assert.equal(last.role, 'user')
-    assert.equal(textOf(last), INSTRUCTIONS.en)
+    // What the exploration was for, the user's request, the length target, then the fixed part.
+    const instruction = reportInstruction({ markId: 1, objective: 'explore the failure', request: 'Find the cause', during: [], targetChars: 200 })
+    assert.equal(textOf(last), instruction)
+    assert.ok(instruction.endsWith(INSTRUCTIONS.en))
   })
 
   it('lets the configured provider/model win over the header and the agent', async () => {
@@ -521,7 +528,7 @@ describe('report call routing', () => {
     const agent = await agentOf(root, 'explore')
     await exploration(root, agent)
     await root.rewind.rewind(agent, undefined, { callId: 'c2' })
-    assert.equal(textOf(model.requests[0].messages.at(-1)), INSTRUCTIONS.zh)
+    assert.equal(textOf(model.requests[0].messages.at(-1)), reportInstruction({ markId: 1, objective: 'explore the failure', request: 'Find the cause', during: [], targetChars: 200 }, 'zh'))
   })
 
   it("falls back to the agent's options when the session has no routed header", async () => {
@@ -641,16 +648,17 @@ describe('report input', () => {
     b.user('Find the cause')
     await root.checkpoint.mark(agent.session)
     const empty = b.assistant({}) // a max-tokens step's empty assistant message
-    const note = b.assistant({ text: 'a short analysis' })
+    b.assistant({ text: 'a short analysis', calls: [{ id: 'c1', name: 'bash', args: {} }] })
+    const output = b.result('c1', OUTPUT)
     b.assistant({ calls: [{ id: 'c2', name: 'rewind' }] })
     const result = await root.rewind.rewind(agent, undefined, { callId: 'c2' })
-    assert.equal(result.foldedNodes, 2)
+    assert.equal(result.foldedNodes, 3)
     assert.equal(result.start, empty)
-    assert.equal(result.end, note)
+    assert.equal(result.end, output)
     const messages = model.requests[0].messages
-    assert.equal(messages.length, 2)
+    assert.equal(messages.length, 3)
     assert.equal(textOf(messages[0]), 'a short analysis')
-    assert.equal(textOf(messages[1]), INSTRUCTIONS.en)
+    assert.ok(isReportRequest(model.requests[0]), 'the instruction rides last')
   })
 })
 
@@ -887,7 +895,7 @@ describe('region selection', () => {
     assert.deepEqual(protocolProblems(messages), [])
     assert.deepEqual(
       messages.map((/** @type {any} */ m) => m.content[0].name ?? m.content[0].toolCallId ?? m.content[0].text),
-      ['Find the cause', 'checkpoint', 'k1', REPORT, 'rewind', 'c2'],
+      ['Find the cause', 'checkpoint', 'k1', framed(REPORT, { id: 1 }), 'rewind', 'c2'],
     )
   })
 
@@ -960,8 +968,9 @@ describe('region selection', () => {
     const agent = await agentOf(root, 'notail')
     const b = new SessionBuilder(agent.session)
     await root.checkpoint.mark(agent.session)
-    const only = b.user('a note to fold')
-    assert.deepEqual(await root.rewind.rewind(agent), { markId: 1, foldedNodes: 1, start: only, end: only, foldedChars: 14, reportChars: 1 })
+    const call = b.assistant({ calls: [{ id: 'c1', name: 'bash', args: {} }] })
+    const output = b.result('c1', 'a note to fold')
+    assert.deepEqual(await root.rewind.rewind(agent), { markId: 1, foldedNodes: 2, start: call, end: output, foldedChars: 16, reportChars: 1 })
   })
 })
 
@@ -976,8 +985,8 @@ describe('the rewind tool', () => {
     const result = await root.tools.execute({ callId: CallId('c2'), name: 'rewind', arguments: {}, signal: new AbortController().signal, agent })
     assert.equal(result.isError, false)
     assert.deepEqual(result.value, { markId: 1, foldedNodes: 2, start: 4, end: 5, foldedChars: 25, reportChars: 15 })
-    assert.match(textOf(result), /^Folded 2 surface nodes \(/)
-    assert.equal(session.events.at(-1).data.content[0].text, REPORT)
+    assert.equal(textOf(result), 'Checkpoint 1 folded: the 2 messages of its investigation (25 chars) are replaced by your report, above (15 chars). Continue the task; if you already answered the user, end your turn without repeating the answer.')
+    assert.equal(session.events.at(-1).data.content[0].text, framed(REPORT))
   })
 
   it('presents a generic Rewind card and renders singular and plural', async () => {
@@ -988,9 +997,12 @@ describe('the rewind tool', () => {
     assert.equal(card.title, 'Rewind')
     const one = tool.output.render({}, { markId: 1, foldedNodes: 1, start: 2, end: 2, foldedChars: 40, reportChars: 10 })
     const two = tool.output.render({}, { markId: 1, foldedNodes: 2, start: 4, end: 5, foldedChars: 25, reportChars: 15 })
-    assert.match(textOf({ content: one }), /^Folded 1 surface node \(/)
-    assert.match(textOf({ content: two }), /^Folded 2 surface nodes \(/)
-    assert.match(textOf({ content: two }), /seq 4\.\.5/)
+    assert.match(textOf({ content: one }), /^Checkpoint 1 folded: the 1 message of its investigation \(40 chars\) is replaced by your report, above \(10 chars\)\. /)
+    assert.match(textOf({ content: two }), /^Checkpoint 1 folded: the 2 messages of its investigation \(25 chars\) are replaced/)
+    // The model's terms only: no surface nodes, no seqs.
+    for (const text of [textOf({ content: one }), textOf({ content: two })]) assert.doesNotMatch(text, /surface|seq|node/)
+    const extractive = tool.output.render({}, { markId: 2, foldedNodes: 3, start: 4, end: 6, foldedChars: 25, reportChars: 15, report: 'extractive' })
+    assert.match(textOf({ content: extractive }), /replaced by a report extracted from them, above/)
   })
 
   it('rejects a call without an owning agent, writing nothing', async () => {
@@ -1037,30 +1049,32 @@ describe('the checkpoint tool', () => {
     const mark = await addon.latestMark(root.checkpoint.store, 'marking')
     assert.equal(mark.objective, 'find the bug')
     assert.equal(mark.foldedAt, null)
-    assert.deepEqual(JSON.parse(textOf(result)), { id: 1, logLength: seq })
+    assert.equal(textOf(result), 'Checkpoint 1 set; call `rewind` when the investigation is done.')
     assert.equal(root.tools.get('checkpoint').presentCall({ objective: 'x' }).card, 'generic')
   })
 })
 
 describe('prompt sections', () => {
-  it('adds tool:checkpoint at order 150 and tool:rewind at order 151', async () => {
+  it('adds one section for both tools, tool:rewind at order 150', async () => {
     const { root } = await setup()
-    for (const order of [149.5, 150.5, 151.5]) root.systemPrompt.section({ name: `probe:${order}`, order, text: String(order) })
+    for (const order of [149.5, 150.5]) root.systemPrompt.section({ name: `probe:${order}`, order, text: String(order) })
     const { sections } = await root.systemPrompt.assemble()
     const names = sections.map((/** @type {any} */ s) => s.name)
     const at = (/** @type {string} */ n) => names.indexOf(n)
-    assert.ok(at('tool:checkpoint') > at('probe:149.5') && at('tool:checkpoint') < at('probe:150.5'), names.join(', '))
-    assert.ok(at('tool:rewind') > at('probe:150.5') && at('tool:rewind') < at('probe:151.5'), names.join(', '))
-    const text = (/** @type {string} */ n) => sections[at(n)].text
-    assert.match(text('tool:checkpoint'), /`checkpoint`/)
-    assert.match(text('tool:rewind'), /`rewind`/)
+    assert.ok(at('tool:rewind') > at('probe:149.5') && at('tool:rewind') < at('probe:150.5'), names.join(', '))
+    assert.equal(at('tool:checkpoint'), -1, 'the checkpoint row adds no section of its own')
+    const text = sections[at('tool:rewind')].text
+    assert.match(text, /`checkpoint`/)
+    assert.match(text, /`rewind`/)
   })
 
   it('names the configured tools', async () => {
     const { root } = await setup({ checkpoint: { toolName: 'mark' }, rewind: { toolName: 'fold' } })
     const { sections } = await root.systemPrompt.assemble()
-    assert.match(sections.find((/** @type {any} */ s) => s.name === 'tool:checkpoint').text, /`mark`/)
-    assert.match(sections.find((/** @type {any} */ s) => s.name === 'tool:rewind').text, /`fold`/)
+    const text = sections.find((/** @type {any} */ s) => s.name === 'tool:rewind').text
+    assert.match(text, /`mark`/)
+    assert.match(text, /`fold`/)
+    assert.doesNotMatch(text, /`(checkpoint|rewind)`/)
   })
 })
 
@@ -1108,7 +1122,9 @@ describe('the turn guard', () => {
     assert.equal(turnEnds(agent.session)[0].data.reason.kind, 'completed')
     // The last request sees the report, not the exploration, and is protocol-valid.
     const last = requests[4].messages
-    assert.ok(last.some((/** @type {any} */ m) => isRewindReportSource(m.source) && textOf(m) === REPORT))
+    assert.ok(last.some((/** @type {any} */ m) => isRewindReportSource(m.source) && textOf(m) === framed(REPORT, { id: 1, objective: 'find the bug' })))
+    // The answer written before the warning is still there (issue 32 item 2).
+    assert.ok(last.some((/** @type {any} */ m) => m.role === 'assistant' && textOf(m) === 'The parser drops the last token.'))
     assert.ok(!last.some((/** @type {any} */ m) => m.content.some((/** @type {any} */ c) => c.type === 'tool-call' && c.name === 'probe')))
     assert.deepEqual(protocolProblems(last), [])
     assert.equal(await root.checkpoint.hasActive('guarded'), false)
@@ -1279,6 +1295,16 @@ describe("token truth (DSH's TokenMeter mounted)", () => {
   }
 
   const projected = (/** @type {any} */ root, /** @type {any} */ session) => root.sessionProjections.snapshot(session).values.contextBreakdown.messageTokens
+  /**
+   * The tokens of the report's frame (and recall hint): `tokensFreed` counts the report alone, as
+   * the shrink check does, so the context shrinks by `tokensFreed` minus these.
+   * @param {any} root @param {any} session
+   */
+  const frameTokens = (root, session) => {
+    const report = session.events.findLast((/** @type {any} */ e) => e.type === 'user/message' && isRewindReportSource(e.data.source))
+    const body = reportBody(textOf(report.data))
+    return root.tokenMeter.estimateMessage(report.data) - root.tokenMeter.estimateMessage({ ...report.data, content: [{ type: 'text', text: body }] })
+  }
 
   it("keeps the meter's projection equal to measure().surfaceTokens: the fold logs DSH's shadow price next to its replacement", async () => {
     const { root, session, fold } = await meteredTurn(REPORT, probe, [callReply('p1', 'probe', { path: 'a.js' }), callReply('p2', 'probe', { path: 'b.js' })])
@@ -1286,7 +1312,7 @@ describe("token truth (DSH's TokenMeter mounted)", () => {
     const { result, before, after } = fold
     assert.equal(fold.projectedAfter, after.surfaceTokens, 'the projection follows the fold')
     assert.equal(projected(root, session), root.tokenMeter.measure(session).surfaceTokens, 'and stays equal to the end of the turn')
-    assert.equal(result.tokensFreed, before.surfaceTokens - after.surfaceTokens)
+    assert.equal(result.tokensFreed - frameTokens(root, session), before.surfaceTokens - after.surfaceTokens)
     assert.ok(result.tokensFreed > 0)
     // DSH's shadow-price event, then the replacement, adjacent.
     const at = session.events.findIndex((/** @type {any} */ e) => e.type === 'compaction/prune')
@@ -1305,7 +1331,7 @@ describe("token truth (DSH's TokenMeter mounted)", () => {
     assert.equal(fold.error, undefined)
     const { result, before, after } = fold
     assert.ok(result.foldedChars < result.reportChars, `${result.foldedChars} chars folded into ${result.reportChars}`)
-    assert.equal(result.tokensFreed, before.surfaceTokens - after.surfaceTokens)
+    assert.equal(result.tokensFreed - frameTokens(root, session), before.surfaceTokens - after.surfaceTokens)
     assert.ok(result.tokensFreed > 0)
     assert.equal(projected(root, session), root.tokenMeter.measure(session).surfaceTokens)
   })
@@ -1349,9 +1375,10 @@ describe('extractive reports', () => {
     assert.ok(result.reportChars > 0 && result.reportChars < result.foldedChars)
     const report = session.events.at(-1)
     assert.ok(isRewindReportSource(report.data.source))
-    assert.equal(textOf(report.data).length, result.reportChars)
+    assert.equal(reportBody(textOf(report.data)).length, result.reportChars)
+    assert.ok(textOf(report.data).startsWith(reportFrame({ id: 1, objective: 'explore the failure' }, true)), 'the frame says who wrote it')
     assert.equal(await root.checkpoint.hasActive('explore'), false)
-    assert.match(textOf({ content: root.tools.get('rewind').output.render({}, result) }), /extractive report/)
+    assert.match(textOf({ content: root.tools.get('rewind').output.render({}, result) }), /a report extracted from them/)
   })
 
   it("lands the fold with the extractive report when the LLM call fails (fallback: 'extractive')", async () => {

@@ -17,9 +17,11 @@ import { decodeStorageRecord } from '@deepseek-ai/dsh-session'
 import { addon } from '../plugin/shared/addon.js'
 import { writeCommit } from '../plugin/block/commit.js'
 import { blockSnapshot } from '../plugin/block/surface.js'
-import { Checkpoint, INSTRUCTIONS, Rewind } from '../plugin/index.js'
+import { Checkpoint, Rewind } from '../plugin/index.js'
+import { isReportInstruction } from '../plugin/fold/summarize.js'
 import Recall, { Config as RecallConfig, RECALL_ERROR_CODES, RecallError, parseArgs, recall } from '../plugin/recall/recall.js'
 import { hintLine, recallHint, splitRecallHint } from '../plugin/recall/hint.js'
+import { splitReportFrame } from '../plugin/fold/words.js'
 import { logIndex, originalSeqs, regionTexts } from '../plugin/recall/log.js'
 import { ScriptedModel, Session, SessionBuilder, SessionId, bootHost, createUserMessage, probeTool, protocolProblems, runTurn, say, tempStore } from './helpers/dsh.mjs'
 import { tempDir } from './helpers/tmp.mjs'
@@ -33,7 +35,7 @@ const fileText = (/** @type {string} */ p) =>
 
 const probe = probeTool(fileText)
 
-const isReportRequest = (/** @type {any} */ options) => Object.values(INSTRUCTIONS).includes(options.messages.at(-1)?.content?.[0]?.text)
+const isReportRequest = (/** @type {any} */ options) => isReportInstruction(options.messages.at(-1))
 const textOf = (/** @type {any} */ m) =>
   (m?.content ?? [])
     .map((/** @type {any} */ b) => (b.type === 'text' ? b.text : b.type === 'tool-result' ? textOf(b) : ''))
@@ -185,7 +187,7 @@ describe('recall in real agent turns', () => {
     const afterFold = requests[3]
     assert.ok(!afterFold.messages.some((/** @type {any} */ m) => /line 12 of src\/lexer\.rs/.test(textOf(m))))
     const report = afterFold.messages.find((/** @type {any} */ m) => m.source?.plugin === 'rewind')
-    assert.equal(textOf(report), `${REPORT}\n\n${hintLine('recall', { fold: 1 })}`)
+    assert.equal(splitReportFrame(textOf(report)).body, `${REPORT}\n\n${hintLine('recall', { fold: 1 })}`)
     // The request after recall: the tool result holds the exact line of both files, seq and tool named.
     const answer = textOf(resultFor(requests[4], 'q1'))
     const log = agent.session.events
@@ -308,7 +310,7 @@ describe('recall in real agent turns', () => {
     const agent = await agentOf(root, 'no-recall')
     await runTurn(agent, 'go')
     const report = agentRequests().at(-1).messages.find((/** @type {any} */ m) => m.source?.plugin === 'rewind')
-    assert.equal(textOf(report), REPORT)
+    assert.equal(splitReportFrame(textOf(report)).body, REPORT)
   })
 
   it('a renamed tool and the zh report language shape the hint', async () => {

@@ -124,13 +124,13 @@ describe('dsh-fold try on a real installed host', { skip: SKIP }, () => {
     // The order of what the model did, as the log recorded it.
     const order = [
       /→ checkpoint \{"objective":"find why node src\/main\.js greets the wrong person"\}/,
-      /← checkpoint: \{"id":1,"logLength":\d+\}/,
+      /← checkpoint: Checkpoint 1 set; call `rewind` when the investigation is done\./,
       /→ bash \$ ls -R/,
       /→ read \{"file_path":"src\/main\.js"\}\n {2}→ grep \{"pattern":"name","path":"src"\}/,
       /← bash: Hello, Adda!/,
       /→ rewind \{\}/,
-      /⤷ fold of mark 1: \d+ surface nodes \(seq \d+\.\.\d+\) replaced by a \d+-char report \(and recall's hint line: \d+ chars in all\); the model reads from now on:\n {4}│ ## Findings/,
-      /← rewind: Folded \d+ surface nodes \(seq \d+\.\.\d+, \d+ chars\) into an extractive report \(\d+ chars\)\./,
+      /⤷ fold of mark 1: \d+ surface nodes \(seq \d+\.\.\d+\) replaced by a \d+-char report \(and recall's hint line: \d+ chars in all\); the model reads from now on:\n {4}│ \[Checkpoint 1 — find why node src\/main\.js greets the wrong person\] A report extracted from that investigation's steps;[^\n]*\n {4}│\s*\n {4}│ ## Findings/,
+      /← rewind: Checkpoint 1 folded: the \d+ messages of its investigation \(\d+ chars\) are replaced by a report extracted from them, above \(\d+ chars\)\./,
       /→ recall \{"fold":"latest","query":"displayName","around":0\}/,
       /← recall: \d+ lines: \d+ lines? in fold 1 match displayName:/,
       /answer: node src\/main\.js prints "Hello, Adda!" instead of "Hello, Ada!"\./,
@@ -144,7 +144,7 @@ describe('dsh-fold try on a real installed host', { skip: SKIP }, () => {
       at += m.index + m[0].length
     }
     // One figure for the fold's report: the transcript's is the rewind result's.
-    assert.equal(/replaced by a (\d+)-char report/.exec(out)?.[1], /into an extractive report \((\d+) chars\)/.exec(out)?.[1], out)
+    assert.equal(/replaced by a (\d+)-char report/.exec(out)?.[1], /replaced by a report extracted from them, above \((\d+) chars\)/.exec(out)?.[1], out)
     assert.deepEqual(snapshot(path.join(home, '.dsh')), homeBefore, '~/.dsh untouched')
     // (node-compile-cache is Node's own, made by the npm that installs the tarballs: a shared cache, not a leftover)
     assert.deepEqual(readdirSync(tmpdirOfRuns).filter((f) => f !== 'node-compile-cache'), [], 'the temporary DSH home, workspace and the host\'s temp files are removed')
@@ -164,9 +164,81 @@ describe('dsh-fold try on a real installed host', { skip: SKIP }, () => {
     assert.equal(j.folds[0].kind, 'fold')
     assert.equal(j.folds[0].markId, 1)
     assert.ok(j.folds[0].replaced >= 5, JSON.stringify(j.folds))
-    assert.equal(j.folds[0].reportFirstLine, '## Findings')
+    assert.match(j.folds[0].reportFirstLine, /^\[Checkpoint 1 — find why node src\/main\.js greets the wrong person\] A report extracted/)
     assert.match(j.answer, /Fix: in src\/config\.js/)
     assert.match(r.stderr, /⤷ fold of mark 1/, 'the transcript goes to stderr under --json')
+  })
+
+  test('--compaction: the run-log survey fills a 20,000-token window, dsh-fold/compaction compacts it (printed like a fold), recall reads the deploy line back from it', async () => {
+    const r = await run(['try', '--compaction'], userEnv())
+    assert.equal(r.code, 0, r.stdout + r.stderr)
+    const out = r.stdout
+    assert.match(out, /\ncompaction: dsh-fold\/compaction for this run only \(an overlay; no profile file is written\), the model's context window set to 20,000 tokens so it compacts within a short task\n/)
+    const order = [
+      /→ bash \$ ls -l logs/,
+      /→ read \{"file_path":"logs\/runs-2025-06\.log"\}/,
+      /⤷ compaction by dsh-fold\/compaction \(pressure\): \d+ messages \(seq \d+\.\.\d+\), [\d,]+ chars → a [\d,]+-char checkpoint, 0 model calls, \d+ ms; the model reads from now on:\n(?: {4}│[^\n]*\n)+? {4}│ <compacted-summary>\n/,
+      /→ checkpoint \{"objective":"find why node src\/main\.js greets the wrong person"\}/,
+      /⤷ fold of mark 1: /,
+      /→ recall \{"compaction":"latest","query":"deploy","around":0\}/,
+      /← recall: \d+ lines: 1 line in compaction [0-9a-f-]+ match deploy:/,
+      /It started with this deploy, as recall returned it from the compacted run logs: `2025-06-14T09:12:44Z deploy 3f2c1e9 \(release 1\.4\.0\): src\/config\.js DEFAULTS\.user gains displayName: 'Adda'`/,
+      /\ndone in [\d.]+ s: 13 tool calls \(0 failed\), fold of mark 1: \d+ surface nodes → a \d+-char report; compaction by dsh-fold\/compaction \(\d+ messages, [\d,]+ → [\d,]+ chars, 0 model calls, \d+ ms\)\n/,
+    ]
+    let at = 0
+    for (const re of order) {
+      const m = re.exec(out.slice(at))
+      assert.ok(m, `not found after offset ${at}: ${re}\n${out}`)
+      at += m.index + m[0].length
+    }
+    // The compaction line's figures are the log's: the checkpoint it printed is as long as it says.
+    const [, before, after] = /compaction by dsh-fold\/compaction \(pressure\): \d+ messages \(seq \d+\.\.\d+\), ([\d,]+) chars → a ([\d,]+)-char checkpoint/.exec(out) ?? []
+    assert.ok(Number(before.replace(/,/g, '')) > 3 * Number(after.replace(/,/g, '')), `${before} → ${after}`)
+    assert.deepEqual(snapshot(path.join(home, '.dsh')), homeBefore, '~/.dsh untouched')
+    assert.deepEqual(readdirSync(tmpdirOfRuns).filter((f) => f !== 'node-compile-cache'), [], 'nothing left behind')
+
+    const j = await run(['try', '--compaction', '--json'], userEnv())
+    assert.equal(j.code, 0, j.stderr)
+    const { compactions, completed } = JSON.parse(j.stdout)
+    assert.equal(completed, true)
+    assert.ok(compactions.length >= 1)
+    const [c] = compactions
+    assert.equal(c.backend, 'dsh-fold/compaction')
+    assert.equal(c.trigger, 'pressure')
+    assert.equal(c.modelCalls, 0)
+    assert.ok(c.replaced >= 3 && c.charsBefore > c.charsAfter && c.ms >= 0, JSON.stringify(c))
+    assert.equal(c.error, undefined)
+  })
+
+  test('a compaction by compaction-basic is printed with its model call: the profile\'s backend at a small window (a --patch), the real-model path', async () => {
+    const { startModelServer } = await import('../bin/host/model-server.mjs')
+    const big = (/** @type {number} */ k) => `for i in $(seq 1 250); do echo "data/part${k}/file$i.bin: checksum mismatch at block $i"; done`
+    let step = 0
+    const summaries = []
+    const server = await startModelServer((/** @type {any} */ body) => {
+      const last = body.messages?.at(-1)
+      const text = typeof last?.content === 'string' ? last.content : (last?.content ?? []).map((/** @type {any} */ p) => p.text ?? '').join('')
+      if (!(body.tools?.length > 0) && typeof body.max_tokens === 'number' && body.max_tokens <= 256) return { content: 'Checksums' }
+      if (text.startsWith('You are now acting as a compaction engine')) {
+        summaries.push(body)
+        return { content: '## Goal\n- Find checksum mismatches.\n## Progress\n- Parts 1-3 scanned: every block mismatches.' }
+      }
+      const k = ++step
+      return k <= 5 ? { content: `Part ${k}.`, toolCalls: [{ name: 'bash', arguments: { command: big(k), description: `scan part ${k}` } }] } : { content: 'Every part mismatches.' }
+    })
+    try {
+      const patch = path.join(tmp, 'window.patch.yml')
+      writeFileSync(patch, JSON.stringify([{ id: 'llm-deepseek', config: { defaultContextWindow: 16000, models: [] } }]))
+      const cwd = path.join(tmp, 'scan')
+      mkdirSync(cwd, { recursive: true })
+      const r = await run(['try', '--cwd', cwd, '--patch', patch, 'Check every data part for checksum mismatches.'], { ...userEnv(), DEEPSEEK_API_KEY: 'sk-user-key', DEEPSEEK_BASE_URL: server.url })
+      assert.equal(r.code, 0, r.stdout + r.stderr)
+      assert.ok(summaries.length >= 1, 'basic asked the model for a summary')
+      assert.match(r.stdout, /⤷ compaction by compaction-basic \(automatic\): \d+ messages \(seq \d+\.\.\d+\), [\d,]+ chars → a [\d,]+-char checkpoint, 1 model call, [\d.]+ (ms|s); the model reads from now on:\n {4}│ /)
+      assert.match(r.stdout, /; compaction by compaction-basic \(\d+ messages, [\d,]+ → [\d,]+ chars, 1 model call, \d+ ms\)/)
+    } finally {
+      await server.close()
+    }
   })
 
   test('block mode: DSH_TOOLS_MODE=both and the block row as a --patch; the block closes itself and recall reads it back', async () => {
@@ -203,6 +275,16 @@ describe('dsh-fold try on a real installed host', { skip: SKIP }, () => {
     assert.ok(j.sessionLog.startsWith(path.join(dshHome, 'sessions')), j.sessionLog)
     assert.ok(statSync(j.sessionLog).size > 0, 'the session stays in the named home')
     assert.equal(j.folds.length, 1)
+    // --compaction in a profile that compacts with dsh-fold/compaction already (`compaction
+    // enable`): the profile mounts it, the run only shrinks the window, no profile file changes.
+    execFileSync(process.execPath, [BIN, 'compaction', 'enable', '--profile', 'headless'], { env: { ...process.env, ...env, HOME: path.dirname(dshHome) }, stdio: ['ignore', 'ignore', 'pipe'] })
+    const ownFiles = () => ['cordis.patch.yml', '.dsh-fold-compaction.json', 'package.json'].map((f) => readFileSync(path.join(dshHome, 'profiles', 'headless', f), 'utf8'))
+    const profileBefore = ownFiles()
+    const swapped = await run(['try', '--dsh-home', dshHome, '--compaction'], env)
+    assert.equal(swapped.code, 0, swapped.stdout + swapped.stderr)
+    assert.match(swapped.stdout, /\ncompaction: dsh-fold\/compaction \(the profile mounts it\), the model's context window set to 20,000 tokens/)
+    assert.match(swapped.stdout, /⤷ compaction by dsh-fold\/compaction \(pressure\)/)
+    assert.deepEqual(ownFiles(), profileBefore, 'the profile\'s patch, record and manifest are not written by try')
     // The profile's own copy (installed, not a checkout) runs try in a temporary home: it packs
     // its installed folder and the platform package it loaded.
     const copy = await run(['try', '--json'], { ...userEnv(), DSH_HOME: undefined }, path.join(dshHome, 'profiles', 'headless', 'node_modules', '.bin', 'dsh-fold'))

@@ -199,7 +199,7 @@ async function hostFor(dshHome, profile) {
  * candidate patch file in place of its own.
  * @param {{dir: string, node22: string}} host @param {string} dshHome @param {{profiles?: string[], profile?: string, profilePatch?: string}} what
  */
-function compose(host, dshHome, what) {
+export function composeProfiles(host, dshHome, what) {
   const r = spawnSync(host.node22, [bootScript, JSON.stringify({ mode: 'compose', dshPackage: host.dir, patchFiles: [], ...what })], {
     encoding: 'utf8',
     env: { ...process.env, DSH_HOME: dshHome },
@@ -332,10 +332,10 @@ export const layerName = (l) => (l.kind === 'bundle' ? `${l.package}'s bundle pa
 
 /**
  * The backend every profile mounts, from which layer, and what stops one from starting.
- * @param {{dshHome: string, host: {dir: string, node22: string}, profiles?: string[]}} options
+ * @param {{dshHome: string, host: {dir: string, node22: string}, profiles?: string[], composed?: Record<string, any>}} options
+ *   `composed`: the host's composition of those profiles, when the caller has it already
  */
-export async function inspectCompaction({ dshHome, host, profiles = profilesOf(dshHome) }) {
-  const composed = profiles.length ? compose(host, dshHome, { profiles }).profiles : {}
+export async function inspectCompaction({ dshHome, host, profiles = profilesOf(dshHome), composed = profiles.length ? composeProfiles(host, dshHome, { profiles }).profiles : {} }) {
   const homeFile = path.join(dshHome, PATCH_FILE)
   const homeRows = swapRowsIn(homeFile)
   const config = await configRules()
@@ -433,7 +433,9 @@ function describe(name, dir, composed, rules) {
   if (row && rules && (row.name === OURS || row.name === BASIC)) {
     try {
       const keys = row.name === OURS ? row.config ?? {} : Object.fromEntries(Object.entries(row.config ?? {}).filter(([k]) => rules.BASIC_KEYS.includes(k)))
-      p.settings = settingsLine(rules.resolveConfig(keys), row.name === OURS)
+      // Without its own language the backend speaks the rewind row's (plugin/shared/language.js).
+      const rewind = flatten(composed.rows).find((r) => !r.disabled && r.name === 'dsh-fold/rewind')
+      p.settings = settingsLine({ language: rewind?.config?.reportLanguage === 'zh' ? 'zh' : 'en', ...rules.resolveConfig(keys) }, row.name === OURS)
     } catch (e) {
       if (row.name === OURS) p.problems.push({ code: 'INVALID_CONFIG', fatal: true, message: `profile ${name}'s ${row.id} row fails at load: ${/** @type {Error} */ (e).message}`, fix: `fix the row's config in ${p.rows[0].from.map(layerName).join(' or ')} (dsh-fold docs/compaction.md, Configuration)` })
     }
@@ -615,7 +617,7 @@ export async function enable(opts) {
   const temp = writeTemp(file, text, modeOf(file))
   let after
   try {
-    after = describe(profile, profileDir, compose(host, dshHome, { profile, profilePatch: temp }), rules)
+    after = describe(profile, profileDir, composeProfiles(host, dshHome, { profile, profilePatch: temp }), rules)
   } catch (e) {
     discard(temp)
     throw e
@@ -689,7 +691,7 @@ export async function disable(opts) {
     if (!exact) {
       let after
       try {
-        after = describe(profile, profileDir, compose(host, dshHome, { profile, profilePatch: temp }), await configRules())
+        after = describe(profile, profileDir, composeProfiles(host, dshHome, { profile, profilePatch: temp }), await configRules())
       } catch (e) {
         discard(temp)
         throw e

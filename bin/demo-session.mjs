@@ -8,6 +8,7 @@
  * the task on the folded context (the fix, a passing test run, the answer), so a saved demo log
  * (`dsh-fold demo --save FILE`) has requests after the fold for `dsh-fold economics` to price.
  */
+import { WORDS } from '../plugin/fold/words.js'
 import { SessionBuilder } from './session.mjs'
 
 const SYSTEM = 'You are a coding agent working in /work/app. Investigate before you edit; keep changes minimal and run the tests after every fix.'
@@ -196,8 +197,9 @@ export async function buildDemoSession(mark) {
     text: 'This needs a look at the lexer and the failing tests first; marking the investigation.',
     calls: [{ id: 'call_ckpt', name: 'checkpoint', args: { objective: 'find why cargo test -p parser fails' } }],
   })
-  const marked = await mark(b.session)
-  b.result('call_ckpt', JSON.stringify(marked))
+  const marked = /** @type {{id: number}} */ (await mark(b.session))
+  // The checkpoint tool's result, as the row renders it.
+  b.result('call_ckpt', WORDS.en.marked(marked.id, undefined, { checkpoint: 'checkpoint', rewind: 'rewind' }))
   b.step++
   b.assistant({
     calls: [

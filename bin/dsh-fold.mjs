@@ -29,6 +29,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 import { addon } from '../plugin/shared/addon.js'
+import { checkpointResultId } from '../plugin/fold/words.js'
 import { command as compaction } from './compaction.mjs'
 
 const VERSION = JSON.parse(readFileSync(fileURLToPath(new URL('../package.json', import.meta.url)), 'utf8')).version
@@ -49,7 +50,7 @@ const COMMANDS = {
     args: [0, 0, ''],
   },
   try: {
-    usage: `Usage: dsh-fold try [--profile NAME] [--dsh-home DIR] [--patch FILE] [--cwd DIR] [--keep] [--json] ["TASK"]
+    usage: `Usage: dsh-fold try [--profile NAME] [--dsh-home DIR] [--patch FILE] [--cwd DIR] [--compaction] [--keep] [--json] ["TASK"]
   Boot a real DSH host headless with dsh-fold's rows and run one task, printing what the
   model did and each fold. The host is the one you installed (found from \`dsh\` on PATH or
   $DSH_HOME/profiles), else the pinned @deepseek-ai/dsh 0.1.0-rc.8, installed with Node 22
@@ -58,9 +59,12 @@ const COMMANDS = {
   without one a scripted model shows checkpoint -> explore -> rewind -> recall on a small
   workspace it writes (TASK is then optional). Without --profile/--dsh-home nothing outside a
   temporary DSH home is touched; with them, that profile (dsh-fold installed in it) is used.
-  --patch adds a patch overlay (e.g. block mode's row, with DSH_TOOLS_MODE=both); --keep
-  leaves the temporary DSH home and workspace in place; --json prints the run as JSON.`,
-    options: ['--profile', '--dsh-home', '--patch', '--cwd', '--keep', '--json'],
+  --patch adds a patch overlay (e.g. block mode's row, with DSH_TOOLS_MODE=both);
+  --compaction swaps in dsh-fold/compaction for the run, at a small context window, and the
+  scripted model first surveys run logs long enough to compact (each compaction is printed
+  like a fold); --keep leaves the temporary DSH home and workspace in place; --json prints the
+  run as JSON.`,
+    options: ['--profile', '--dsh-home', '--patch', '--cwd', '--compaction', '--keep', '--json'],
     args: [0, 1, 'TASK'],
   },
   doctor: {
@@ -137,7 +141,7 @@ ${EXITS}`
 
 /** Options that take a value; every other option is a flag. */
 const VALUED = new Set(['--store', '--session', '--anchor', '--lang', '--dsh-home', '--host', '--profile', '--save', '--html', '--svg', '--hit-price', '--miss-price', '--output-price', '--currency', '--patch', '--cwd'])
-const FLAGS = new Set(['--json', '--force', '--keep'])
+const FLAGS = new Set(['--json', '--force', '--keep', '--compaction'])
 
 /** The largest anchor the engine takes (a u32 log length; 0xFFFF_FFFF is its "none"). */
 const MAX_ANCHOR = 0xffff_fffe
@@ -238,15 +242,20 @@ async function demo(opts) {
   const dir = mkdtempSync(path.join(tmpdir(), 'dsh-fold-demo-'))
   const store = path.join(dir, 'storages', 'checkpoint.json')
   try {
-    const { session, rewindCallId, step } = await buildDemoSession((s) => addon.mark(store, s.id, s.seq, 'find why cargo test -p parser fails'))
+    const objective = 'find why cargo test -p parser fails'
+    const language = /** @type {'en'|'zh'} */ (opts.lang)
+    const { session, rewindCallId, step } = await buildDemoSession((s) => addon.mark(store, s.id, s.seq, objective))
     const before = { nodes: session.surface.nodes.length, chars: visible(session, mirrorOf) }
     const { extractiveSummarizer } = await import('../plugin/fold/extractive.js')
+    const { reportFrame } = await import('../plugin/fold/rewind.js')
+    // The report in the frame the rewind row commits it in (what the model reads).
+    const frame = (/** @type {number} */ id) => reportFrame({ id, objective }, true, language)
     const started = process.hrtime.bigint()
-    const result = await addon.rewind(store, session.id, sessionHost(session, extractiveSummarizer({ session, language: /** @type {'en'|'zh'} */ (opts.lang) }), { callId: rewindCallId }))
+    const result = await addon.rewind(store, session.id, sessionHost(session, extractiveSummarizer({ session, language }), { callId: rewindCallId, frame }))
     const ms = Number(process.hrtime.bigint() - started) / 1e6
     const after = { nodes: session.surface.nodes.length, chars: visible(session, mirrorOf) }
     const report = session.deriveEventMessage(session.events[session.surface.nodes.find((/** @type {number} */ s) => session.events[s].data?.source?.plugin === 'rewind')]).content[0].text
-    if (opts.save !== undefined) await saveDemo(session, String(opts.save), result, step)
+    if (opts.save !== undefined) await saveDemo(session, String(opts.save), result, step, language)
     if (opts.json) {
       print({ before, after, result, foldMs: ms, report, ...(opts.save !== undefined ? { saved: opts.save } : {}) }, true)
       if (opts.save !== undefined) wrote(String(opts.save), true, 'the demo session log')
@@ -274,11 +283,12 @@ async function demo(opts) {
  * Plays the demo task to its end after the fold and writes the session's log as the jsonl
  * persistence backend lays it out: a `session` header line, then one event per line.
  * @param {any} session @param {string} file @param {any} result the fold's result @param {() => number} step
+ * @param {'en' | 'zh'} lang the demo's language
  */
-async function saveDemo(session, file, result, step) {
+async function saveDemo(session, file, result, step, lang) {
   const { continueAfterFold } = await import('./demo-session.mjs')
   const { renderResult } = await import('../plugin/fold/rewind.js')
-  continueAfterFold(session, renderResult({ ...result, report: 'extractive' }), step())
+  continueAfterFold(session, renderResult({ ...result, report: 'extractive' }, lang), step())
   const { SESSION_FORMAT_VERSION } = await dsh('demo')
   const header = { type: 'session', version: SESSION_FORMAT_VERSION, id: session.id, createdAt: session.events[0]?.time ?? 0, cwd: '/work/app' }
   try {
@@ -355,8 +365,13 @@ async function replay(header, events, file, verb) {
 }
 
 /**
- * The latest checkpoint call recorded in a log: the last tool result shaped like the checkpoint
- * tool's, `{"id": N, "logLength": M}`, and where (if anywhere) the log holds that mark's fold.
+ * The latest checkpoint call recorded in a log: the last successful tool result the checkpoint
+ * tool rendered (`Checkpoint N set…`, either language; or, as earlier versions rendered it, the
+ * value itself, `{"id": N, "logLength": M}`), and where (if anywhere) the log holds that mark's
+ * fold. The log keeps only the rendered text, so the mark's log length is where the tool ran:
+ * the result's own seq when nothing but log-only events came between its call and it (the mark is
+ * taken while the tool runs, right before its result), else just after the call's `tool/call`
+ * event (parallel calls answered first: the earliest it can be).
  * @param {any[]} events
  * @returns {{id: number, logLength: number, seq: number, foldedAt: number | null} | null}
  */
@@ -367,17 +382,11 @@ function checkpointInLog(events) {
     for (const block of e.data?.message?.content ?? []) {
       if (block?.type !== 'tool-result' || block.isError) continue
       const text = (block.content ?? []).filter((/** @type {any} */ c) => c?.type === 'text').map((/** @type {any} */ c) => c.text).join('')
-      let value
-      try {
-        value = JSON.parse(text)
-      } catch {
-        continue
-      }
-      const keys = value && typeof value === 'object' ? Object.keys(value).sort().join(',') : ''
-      if (keys !== 'id,logLength' || !Number.isInteger(value.id) || !Number.isInteger(value.logLength)) continue
+      const mark = markOfResult(text, events, e, block.toolCallId)
+      if (!mark) continue
       // Its fold, if the log holds it: the rewind report naming the mark, appended after it.
-      const report = events.find((x) => x.seq > e.seq && x.type === 'user/message' && x.data?.source?.plugin === 'rewind' && x.data?.source?.markId === value.id)
-      return { id: value.id, logLength: value.logLength, seq: e.seq, foldedAt: report ? report.seq : null }
+      const report = events.find((x) => x.seq > e.seq && x.type === 'user/message' && x.data?.source?.plugin === 'rewind' && x.data?.source?.markId === mark.id)
+      return { ...mark, seq: e.seq, foldedAt: report ? report.seq : null }
     }
   }
   return null
@@ -419,7 +428,7 @@ function nothingToFold(session, { anchor, markId, markFrom, torn }) {
         continue // told with its step
       }
       const text = contentOf(seq).flatMap((/** @type {any} */ b) => b?.content ?? []).map((/** @type {any} */ c) => c?.text ?? '').join('')
-      if (/^\{"id":\d+,"logLength":\d+\}$/.test(text.trim())) {
+      if (/^\{"id":\d+,"logLength":\d+\}$/.test(text.trim()) || checkpointResultId(text) !== undefined) {
         whys.add("the checkpoint's call and result stay visible")
         held.push(`the checkpoint call's own result (seq ${seq})`)
       } else {
@@ -448,6 +457,31 @@ function nothingToFold(session, { anchor, markId, markFrom, torn }) {
   const mark = markId === null ? `log length ${anchor} (--anchor)` : `checkpoint mark ${markId} (log length ${anchor}, ${markFrom === 'log' ? "read from the log's checkpoint call" : 'from the store'})`
   const list = told.length === 1 ? told[0] : `${told.slice(0, -1).join(', ')} and ${told.at(-1)}`
   return `nothing to fold after ${mark}: ${part} holds after the mark only ${list}; ${[...whys].join(', and ')}, so nothing is left to fold`
+}
+
+/**
+ * The mark a checkpoint result names, and its log length, or null for any other result.
+ * @param {string} text @param {any[]} events @param {any} result the `tool/result` event @param {string} callId
+ */
+function markOfResult(text, events, result, callId) {
+  let value
+  try {
+    value = JSON.parse(text)
+  } catch {
+    // Not the legacy value: the rendered result.
+  }
+  const keys = value && typeof value === 'object' ? Object.keys(value).sort().join(',') : ''
+  if (keys === 'id,logLength' && Number.isInteger(value.id) && Number.isInteger(value.logLength)) return { id: value.id, logLength: value.logLength }
+  const id = checkpointResultId(text)
+  if (id === undefined) return null
+  let call = -1
+  for (let j = result.seq - 1; j >= 0 && call < 0; j--) {
+    const x = events[j]
+    if ((x.type === 'tool/call' && x.data?.callId === callId) || (x.type === 'assistant/message' && x.data?.message?.content?.some((/** @type {any} */ b) => b?.type === 'tool-call' && b.id === callId))) call = j
+  }
+  const between = events.slice(call + 1, result.seq)
+  const quiet = between.every((x) => !['user/message', 'assistant/message', 'tool/result'].includes(x.type))
+  return { id, logLength: quiet || call < 0 ? result.seq : call + 1 }
 }
 
 /** @param {ReturnType<typeof parse>} opts */

@@ -44,7 +44,8 @@
  * tokens; defaults are DeepSeek's published list (see `DEFAULT_PRICES`).
  */
 import { isBlockCommitSource, isCompactionSource } from '../plugin/recall/log.js'
-import { splitRecallHint } from '../plugin/recall/hint.js'
+import { reportBody, splitReportFrame } from '../plugin/fold/words.js'
+import { visibleChars } from '../plugin/shared/meter.js'
 import { isRewindReportSource } from '../plugin/shared/session.js'
 import { compactionBackend } from './session-log.mjs'
 
@@ -114,18 +115,48 @@ export function findFolds(events) {
 }
 
 /**
- * Who wrote a rewind's report: the rewind's tool result (the first `Folded …` result after the
- * replacement) says "extractive report" for the extractive generator.
+ * Who wrote a rewind's report: its frame says so (`plugin/fold/words.js`); a report committed
+ * before reports had frames, by the rewind's tool result (the first `Folded …` result after the
+ * replacement said "extractive report" for the extractive generator).
  * @param {readonly any[]} events @param {number} seq
  */
 function reportKind(events, seq) {
+  const text = (events[seq]?.data?.content ?? []).map((/** @type {any} */ b) => b?.text ?? '').join('')
+  const framed = splitReportFrame(text)
+  if (framed.head) return framed.extractive ? 'extractive' : 'llm'
   for (let i = seq + 1; i < events.length; i++) {
     const e = events[i]
     if (e.type !== 'tool/result') continue
-    const text = JSON.stringify(e.data?.message?.content ?? '')
-    if (/Folded \d+ surface node/.test(text)) return /into an extractive report/.test(text) ? 'extractive' : 'llm'
+    const result = JSON.stringify(e.data?.message?.content ?? '')
+    if (/Folded \d+ surface node/.test(result)) return /into an extractive report/.test(result) ? 'extractive' : 'llm'
   }
   return 'llm'
+}
+
+/**
+ * @typedef {object} ReportInstruction the rewind row's report instruction, from `plugin/fold/summarize.js`
+ * @property {(facts: any, language: 'en' | 'zh') => string} instruction `reportInstruction`
+ * @property {(session: any, seq: number) => string | undefined} latestRequest
+ * @property {(foldedChars: number, maxTokens: number, language: 'en' | 'zh', shorter: boolean) => number} targetChars
+ */
+
+/**
+ * What a fold's report instruction said, as far as the log tells: its mark, the user's request
+ * before the region, what the user wrote in it, a length target from the region's size (at the
+ * default `maxTokens`).
+ * @param {readonly any[]} events @param {any} session @param {Fold} f @param {ReportInstruction} report
+ */
+function reportFactsOf(events, session, f, report) {
+  const text = (/** @type {any} */ m) => (m?.content ?? []).map((/** @type {any} */ b) => (b?.type === 'text' ? b.text : '')).join('')
+  const users = f.shadowed.map((s) => events[s]).filter((e) => e?.type === 'user/message' && e.data?.source?.kind === 'user')
+  const chars = f.shadowed.reduce((n, s) => n + visibleChars(session.deriveEventMessage(events[s])?.content), 0)
+  return {
+    markId: events[f.seq].data?.source?.markId ?? 0,
+    objective: null,
+    request: report.latestRequest(session, Math.min(...f.shadowed)),
+    during: users.map((e) => text(e.data)),
+    targetChars: report.targetChars(chars, 1024, 'en', false),
+  }
 }
 
 /**
@@ -317,9 +348,11 @@ function bill(priced) {
 
 /**
  * The whole analysis.
- * @param {{events: readonly any[], session: any, emptySession: any, meter: any, prices: Prices, instructions: Record<string, string>, createUserMessage: (m: any) => any}} input
+ * @param {{events: readonly any[], session: any, emptySession: any, meter: any, prices: Prices, instructions: Record<string, string>, createUserMessage: (m: any) => any, report?: ReportInstruction}} input
+ *   `report`: the rewind row's instruction builder (`plugin/fold/summarize.js`), to price each fold's
+ *   instruction as written for it; without it, `instructions` (the fixed part) per language
  */
-export function analyze({ events, session, emptySession, meter, prices, instructions, createUserMessage }) {
+export function analyze({ events, session, emptySession, meter, prices, instructions, createUserMessage, report }) {
   const price = pricer(meter, session, emptySession)
   const folds = findFolds(events)
   // The totals compare with and without the folds and block commits; compactions apply in both.
@@ -346,14 +379,17 @@ export function analyze({ events, session, emptySession, meter, prices, instruct
     }
     const replacement = events[f.seq]
     const text = (replacement.data?.content ?? []).map((/** @type {any} */ b) => b.text ?? '').join('')
-    const { body } = splitRecallHint(text)
+    const body = reportBody(text)
     const language = /^## 发现/m.test(body) ? 'zh' : 'en'
-    const instruction = instructions[language] ?? instructions.en
+    // The instruction as the rewind row writes it for this fold (what the log can tell of it: the
+    // user's request and messages, the region's size; the checkpoint's objective is the store's,
+    // so it is left out), else its fixed part.
+    const instruction = report ? report.instruction(reportFactsOf(events, session, f, report), language) : (instructions[language] ?? instructions.en)
     reportCalls.set(f.seq, {
       seq: f.seq,
       header,
       shadowed: f.shadowed,
-      instruction: { key: language, tokens: price.message(createUserMessage({ content: [{ type: 'text', text: instruction }], source: { kind: 'plugin', plugin: 'rewind' } })) },
+      instruction: { key: report ? `${language}:${f.seq}` : language, tokens: price.message(createUserMessage({ content: [{ type: 'text', text: instruction }], source: { kind: 'plugin', plugin: 'rewind' } })) },
       output: price.message(createUserMessage({ content: [{ type: 'text', text: body }], source: { kind: 'plugin', plugin: 'rewind' } })),
     })
   }
@@ -583,7 +619,7 @@ export async function runEconomics(opts, cli) {
   const { header, events, session } = await cli.replay(file)
   let deps
   try {
-    const [{ Context }, { TokenMeter }, { Session, SessionId }, { createUserMessage }, { INSTRUCTIONS }, { INSTRUCTIONS: COMPACTION }] = await Promise.all([
+    const [{ Context }, { TokenMeter }, { Session, SessionId }, { createUserMessage }, { INSTRUCTIONS, reportInstruction, latestRequest, targetChars }, { INSTRUCTIONS: COMPACTION }] = await Promise.all([
       import('@deepseek-ai/cordis'),
       import('@deepseek-ai/dsh-token-meter'),
       import('@deepseek-ai/dsh-session'),
@@ -593,13 +629,13 @@ export async function runEconomics(opts, cli) {
     ])
     const ctx = new Context()
     await ctx.plugin(TokenMeter)
-    deps = { meter: ctx.get('tokenMeter'), emptySession: Session.create(SessionId('dsh-fold-economics-envelope')), createUserMessage, INSTRUCTIONS, COMPACTION }
+    deps = { meter: ctx.get('tokenMeter'), emptySession: Session.create(SessionId('dsh-fold-economics-envelope')), createUserMessage, INSTRUCTIONS, COMPACTION, report: { instruction: reportInstruction, latestRequest, targetChars } }
   } catch (e) {
     cli.fail(`economics needs DSH's token meter (@deepseek-ai/dsh-token-meter, a DSH install provides it): ${/** @type {Error} */ (e).message}`, 65)
   }
   const folds = findFolds(events)
   if (!folds.length) cli.fail(`NO_FOLDS: session ${header.id} has no fold (rewind report), no block commit and no compaction; there is nothing to compare`, 1)
-  const a = analyze({ events, session, emptySession: deps.emptySession, meter: deps.meter, prices, instructions: { ...deps.INSTRUCTIONS, compaction: deps.COMPACTION.en }, createUserMessage: deps.createUserMessage })
+  const a = analyze({ events, session, emptySession: deps.emptySession, meter: deps.meter, prices, instructions: { ...deps.INSTRUCTIONS, compaction: deps.COMPACTION.en }, createUserMessage: deps.createUserMessage, report: deps.report })
   const about = { sessionId: header.id, events: events.length }
   const text = renderText(a, about)
   if (opts.html !== undefined || opts.svg !== undefined) {

@@ -4,16 +4,23 @@
  * What `dsh-fold try` prints: a session's log turned, event by event, into what the model did —
  * its text, each tool call and what came back (sub-calls of a program indented under it), each
  * fold (the mark, what it replaced, the report the model reads from then on), each block summary,
- * and the answer. Fed the log's events as they appear (`add`), it prints each event once, so
+ * each compaction (which backend, its trigger, the range, the chars it replaced and the
+ * checkpoint's, its model calls and time, and the checkpoint the model reads from then on), and
+ * the answer. Fed the log's events as they appear (`add`), it prints each event once, so
  * the same object follows a live session through repeated reads. `summary()` is the run in
  * numbers, `--json`'s shape. A fold's size is its report's, as the rewind result gives it; recall's
  * hint line after the report is named, not counted in.
  */
 
 import { splitRecallHint } from '../plugin/recall/hint.js'
+import { visibleChars } from '../plugin/shared/meter.js'
+import { compactionBackend } from './session-log.mjs'
 
 /** The text blocks of a message's content, joined. @param {any[]} content */
 const textOf = (content) => (Array.isArray(content) ? content.filter((b) => b?.type === 'text').map((b) => b.text).join('') : '')
+
+/** The message an event carries (a user message's content, an assistant's or a tool result's message). @param {any} e */
+const messageOf = (e) => (e?.data?.message ?? (e?.type === 'user/message' ? { content: e.data?.content } : null))
 
 /** One line, cut to `max` chars. @param {string} s @param {number} [max] */
 const line = (s, max = 150) => {
@@ -66,6 +73,15 @@ export class Transcript {
     this.requests = 0
     /** @type {any} the latest compaction/summary, for the block commit's replacement */
     this.pendingSummary = null
+    /**
+     * @type {Array<{id: string, backend: string, trigger: string, seqs: [number, number] | null, replaced: number,
+     *   charsBefore: number, charsAfter: number, modelCalls: number, ms: number | null, error?: string}>}
+     */
+    this.compactions = []
+    /** @type {Map<string, {start: any, summary?: any, replacement?: any}>} compactions whose end is not logged yet, by id */
+    this.open = new Map()
+    /** @type {readonly any[]} the log's events, as last given to `add` */
+    this.events = []
   }
 
   /**
@@ -75,6 +91,7 @@ export class Transcript {
    * @returns {string[]}
    */
   add(events) {
+    this.events = events
     const out = []
     for (; this.next < events.length; this.next++) out.push(...this.event(events[this.next]))
     return out
@@ -118,9 +135,15 @@ export class Transcript {
         this.calls.push({ name: d.name, args: argsOf(d.arguments), result: resultOf(text, Boolean(d.isError)), isError: Boolean(d.isError), sub: true })
         return [`      · ${d.name} ${argsOf(d.arguments)} ← ${resultOf(text, Boolean(d.isError))}`]
       }
+      case 'compaction/start':
+        this.open.set(d.compactionId, { start: e })
+        return []
       case 'compaction/summary':
         this.pendingSummary = d
+        if (this.open.has(d.compactionId)) /** @type {any} */ (this.open.get(d.compactionId)).summary = d
         return []
+      case 'compaction/end':
+        return this.compactionEnd(e)
       case 'user/message': {
         const source = d.source ?? {}
         const text = textOf(d.content)
@@ -143,6 +166,12 @@ export class Transcript {
           this.folds.push(fold)
           return [`  ⤷ block summary closing [${closed.join(', ')}]: ${fold.replaced} messages (seq ${fold.seqs[0]}..${fold.seqs[1]}${summary ? `, ~${summary.shadowedTokenCount} tokens` : ''}) replaced; the model reads from now on:`, ...this.quote(text)]
         }
+        if (e.surfaceOp?.op === 'replace' && typeof source.compactionId === 'string' && this.open.has(source.compactionId)) {
+          // A compaction's checkpoint: told at its `compaction/end`, with the time it took.
+          /** @type {any} */ (this.open.get(source.compactionId)).replacement = e
+          this.pendingSummary = null
+          return []
+        }
         if (e.surfaceOp?.op === 'replace') {
           const summary = this.pendingSummary
           this.pendingSummary = null
@@ -160,6 +189,39 @@ export class Transcript {
     }
   }
 
+  /**
+   * A compaction, once its bracket closes: who wrote the checkpoint, why, what it replaced
+   * (messages, their model-visible chars) and with what, its model calls, its time.
+   * @param {any} e the `compaction/end` event @returns {string[]}
+   */
+  compactionEnd(e) {
+    const d = e.data ?? {}
+    const open = this.open.get(d.compactionId)
+    if (!open) return []
+    this.open.delete(d.compactionId)
+    const { start, summary, replacement } = open
+    const source = replacement?.data?.source ?? {}
+    const { backend, modelCalls } = compactionBackend(source, summary)
+    const name = backend === 'dsh-fold' ? 'dsh-fold/compaction' : backend
+    const trigger = source.foldCompaction?.trigger ?? (start.data?.sourceCommandId !== undefined || start.data?.turn === null ? '/compact' : 'automatic')
+    const shadowed = /** @type {number[]} */ (summary?.shadowedSeqs ?? [])
+    const charsBefore = shadowed.reduce((n, seq) => n + visibleChars(messageOf(this.events[seq])), 0)
+    const text = replacement ? textOf(replacement.data?.content) : ''
+    const ms = typeof e.time === 'number' && typeof start.time === 'number' ? e.time - start.time : null
+    const took = ms === null ? '' : `, ${ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`}`
+    const seqs = /** @type {[number, number] | null} */ (replacement?.surfaceOp ? [replacement.surfaceOp.start, replacement.surfaceOp.end] : null)
+    const c = { id: String(d.compactionId), backend: name, trigger, seqs, replaced: shadowed.length, charsBefore, charsAfter: text.length, modelCalls, ms, ...(d.error ? { error: String(d.error) } : {}) }
+    this.compactions.push(c)
+    const calls = `${modelCalls} model call${modelCalls === 1 ? '' : 's'}`
+    if (d.error || !replacement) return [`  ⤷ compaction by ${name} (${trigger}) failed${took ? ` after${took.slice(1)}` : ''}: ${line(String(d.error ?? 'no checkpoint was written'), 200)}`]
+    // A surface span, in surface order: an earlier replacement (a higher seq) may come first.
+    const range = seqs ? ` (seq ${seqs[0]}..${seqs[1]}${seqs[0] > seqs[1] ? `, the replacement at seq ${seqs[0]} first` : ''})` : ''
+    return [
+      `  ⤷ compaction by ${name} (${trigger}): ${c.replaced} messages${range}, ${charsBefore.toLocaleString('en-US')} chars → a ${text.length.toLocaleString('en-US')}-char checkpoint, ${calls}${took}; the model reads from now on:`,
+      ...this.quote(text),
+    ]
+  }
+
   /** A report, indented, cut after `reportLines` lines. @param {string} text */
   quote(text) {
     const lines = text.trimEnd().split('\n')
@@ -175,6 +237,7 @@ export class Transcript {
       toolCalls: this.calls.length,
       failedCalls: this.calls.filter((c) => c.isError).length,
       folds: this.folds.map(({ report, ...f }) => ({ ...f, reportFirstLine: report.split('\n')[0] })),
+      compactions: this.compactions,
       answer: this.answer,
       turnEnd: this.turnEnd,
     }

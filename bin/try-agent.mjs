@@ -13,6 +13,13 @@
  *   block `explore`, closed from inside its last program with `tools.block_summary`, then
  *   `tools.recall({block: 'explore', ...})` inside a program of block `answer`, then the answer.
  *
+ * - with `compaction` (`dsh-fold try --compaction`): first a survey of the project's run logs
+ *   (three months of greeter runs, ~11k chars each, June's first: the misspelling was deployed
+ *   mid-June), which at
+ *   `COMPACTION_WINDOW` fills the context past the backend's threshold, so dsh-fold/compaction
+ *   compacts it; then the same investigation, and before the answer `recall({compaction:
+ *   'latest'})` of the deploy line the compaction took out of the context.
+ *
  * Each step reads the request it answers (the tools offered, the last tool results), so a
  * tool that failed or a profile without dsh-fold's tools ends the run with a sentence saying
  * so instead of a wrong script. Title requests are answered with a title; a report request (a
@@ -35,8 +42,42 @@ const FILES = {
   'test/greet.test.js': "import assert from 'node:assert/strict'\nimport { greet } from '../src/greet.js'\n\nassert.equal(greet({ salutation: 'Hi', user: { name: 'Bo' } }), 'Hi, Bo!')\nconsole.log('ok')\n",
 }
 
-/** Writes the workspace into `dir` (created). @param {string} dir */
-export function writeWorkspace(dir) {
+/**
+ * The context window `try --compaction` gives the model (tokens): the survey's three logs plus
+ * the headless profile's system prompt and tool schemas (~8.6k tokens) cross its 0.8 threshold,
+ * so a compaction comes within this short task.
+ */
+export const COMPACTION_WINDOW = 20_000
+
+/** One month of greeter runs, four a day: the greeting each printed, and the deploy that changed it. @param {string} month `2025-04` @param {number} days */
+function runLog(month, days) {
+  const lines = []
+  let run = { '2025-04': 1201, '2025-05': 1321, '2025-06': 1445 }[month] ?? 1
+  for (let day = 1; day <= days; day++) {
+    const date = `${month}-${String(day).padStart(2, '0')}`
+    if (date === '2025-06-14') lines.push(`${date}T09:12:44Z deploy 3f2c1e9 (release 1.4.0): src/config.js DEFAULTS.user gains displayName: 'Adda'`)
+    for (const hour of ['08', '12', '16', '20']) {
+      const name = date >= '2025-06-14' && !(date === '2025-06-14' && hour === '08') ? 'Adda' : 'Ada'
+      lines.push(`${date}T${hour}:00:0${run % 10}Z run ${run++} host=build-0${(run % 3) + 1} GREETER_NAME=(unset) exit=0 stdout="Hello, ${name}!"`)
+    }
+  }
+  return `${lines.join('\n')}\n`
+}
+
+/** The run logs the compaction survey reads. */
+const LOGS = { 'logs/runs-2025-04.log': () => runLog('2025-04', 30), 'logs/runs-2025-05.log': () => runLog('2025-05', 31), 'logs/runs-2025-06.log': () => runLog('2025-06', 30) }
+
+/**
+ * Writes the workspace into `dir` (created); with `logs`, the run logs the compaction survey reads.
+ * @param {string} dir @param {{logs?: boolean}} [options]
+ */
+export function writeWorkspace(dir, { logs = false } = {}) {
+  if (logs) {
+    for (const [rel, text] of Object.entries(LOGS)) {
+      mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true })
+      writeFileSync(path.join(dir, rel), text())
+    }
+  }
   for (const [rel, text] of Object.entries(FILES)) {
     mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true })
     writeFileSync(path.join(dir, rel), text)
@@ -77,18 +118,45 @@ const FOLD_STEPS = [
   (/** @type {any} */ body) => ({ content: answer(lastResults(body).join('\n')) }),
 ]
 
-/** @param {string} recalled what recall returned */
-function answer(recalled) {
+/**
+ * The answer, from what the tools returned (recall's answers among them).
+ * @param {string} recalled the tool results of the request it answers
+ * @param {{survey?: boolean, compacted?: string | null}} [options] whether the run logs were
+ *   surveyed, and what recall returned from their compaction (null: nothing was compacted)
+ */
+function answer(recalled, { survey = false, compacted = null } = {}) {
   const line = /user: \{ name: 'Ada', displayName: 'Adda' \},?/.exec(recalled)?.[0]
+  const deploy = compacted ? /2025-06-14T[\d:]+Z deploy 3f2c1e9[^\n]*/.exec(compacted)?.[0] : undefined
   return [
     'node src/main.js prints "Hello, Adda!" instead of "Hello, Ada!".',
     '',
     'Cause: src/greet.js builds the name as `config.user.displayName ?? config.user.name`, and the defaults in src/config.js set `displayName: \'Adda\'` (a typo), so the misspelled display name wins whenever GREETER_NAME is not set.',
     line ? `The defaults line, as recall returned it from the folded exploration: \`${line}\`` : 'recall did not return the defaults line; the cause stands from the read of src/config.js.',
+    ...(survey ? [deploy ? `It started with this deploy, as recall returned it from the compacted run logs: \`${deploy}\`` : compacted !== null ? 'recall did not return the deploy line from the compacted run logs.' : 'The run logs were not compacted, so nothing was recalled from them; they show the greeting changing on 2025-06-14.'] : []),
     '',
     "Fix: in src/config.js change `displayName: 'Adda'` to `displayName: 'Ada'` (or drop displayName from the defaults).",
   ].join('\n')
 }
+
+/** Every tool result of a request, joined. @param {any} body */
+const allResults = (body) => (body.messages ?? []).filter((/** @type {any} */ m) => m.role === 'tool').map(textOf).join('\n')
+
+/** The survey of the run logs `try --compaction` reads first: large outputs that fill a small window. */
+const SURVEY_STEPS = [
+  () => ({ content: 'Before the bug itself, its history: the project keeps its run logs.', toolCalls: [bash('ls -l logs', 'List the run logs')] }),
+  () => ({ content: 'June first, when the wrong greeting was reported.', toolCalls: [call('read', { file_path: 'logs/runs-2025-06.log' })] }),
+  () => ({ content: 'Then May, to see what it printed before.', toolCalls: [call('read', { file_path: 'logs/runs-2025-05.log' })] }),
+  () => ({ content: 'And April.', toolCalls: [call('read', { file_path: 'logs/runs-2025-04.log' })] }),
+]
+
+/** After the investigation, with the survey: the deploy line, from the compaction that took the logs out of the context. */
+const RECALL_COMPACTED = (/** @type {any} */ body) =>
+  (body.messages ?? []).some((/** @type {any} */ m) => m.role === 'user' && textOf(m).includes('<compacted-summary>'))
+    ? { content: 'The run logs were compacted out of my context; the deploy that changed the greeting, from the compacted range.', toolCalls: [call('recall', { compaction: 'latest', query: 'deploy', around: 0 })] }
+    : { content: answer(allResults(body), { survey: true, compacted: null }) }
+
+/** The compaction run: the survey, the investigation, the compacted deploy line, the answer. */
+const COMPACTION_STEPS = [...SURVEY_STEPS, ...FOLD_STEPS.slice(0, -1), RECALL_COMPACTED, (/** @type {any} */ body) => ({ content: answer(allResults(body), { survey: true, compacted: lastResults(body).join('\n') }) })]
 
 const program = (/** @type {string[]} */ ids, /** @type {string} */ description, /** @type {string} */ code) => call('block_run_code', { ids, description, code })
 
@@ -119,10 +187,11 @@ const BLOCK_STEPS = [
 
 /**
  * A model script for `startModelServer`: picks the mode from the tools the first request
- * offers and walks its steps.
+ * offers and walks its steps; `compaction` puts the run-log survey first (native mode).
+ * @param {{compaction?: boolean}} [options]
  * @returns {(body: any) => object}
  */
-export function scriptedAgent() {
+export function scriptedAgent({ compaction = false } = {}) {
   /** @type {Array<(body: any) => object> | null} */
   let steps = null
   let n = 0
@@ -134,7 +203,7 @@ export function scriptedAgent() {
     const tools = (body.tools ?? []).map((/** @type {any} */ t) => t?.function?.name)
     if (!steps) {
       if (tools.length === 1 && tools[0] === 'block_run_code') steps = BLOCK_STEPS
-      else if (['checkpoint', 'rewind', 'recall'].every((t) => tools.includes(t))) steps = FOLD_STEPS
+      else if (['checkpoint', 'rewind', 'recall'].every((t) => tools.includes(t))) steps = compaction ? COMPACTION_STEPS : FOLD_STEPS
       else return { content: `The scripted model stops here: this profile offers no dsh-fold tools (checkpoint, rewind and recall, or block mode's block_run_code); it offers ${tools.join(', ') || 'no tools'}.` }
     }
     const failed = lastResults(body).find((r) => /^(Error|[A-Z_]{4,}:)/.test(r))

@@ -1,7 +1,7 @@
 // @ts-check
 /**
  * @module bin/try
- * `dsh-fold try [--profile NAME] [--dsh-home DIR] [--patch FILE] [--cwd DIR] [--keep] [--json] ["TASK"]`:
+ * `dsh-fold try [--profile NAME] [--dsh-home DIR] [--patch FILE] [--cwd DIR] [--compaction] [--keep] [--json] ["TASK"]`:
  * one task in a real DeepSeek Harness host, headless, with dsh-fold's rows, printing what the
  * model did and each fold as the session's own log records them.
  *
@@ -22,6 +22,14 @@
  * (checkpoint → explore → rewind → recall; block mode's programs when the wire offers only
  * `block_run_code`), with the rewind's report written by dsh-fold's extractive generator.
  *
+ * `--compaction`: dsh-fold/compaction for this run (a patch overlay: `compaction-basic` disabled,
+ * the backend's row inserted, unless the profile already mounts it; no profile file is written)
+ * and the DeepSeek adapter's context window set to `COMPACTION_WINDOW` (bin/try-agent.mjs), so
+ * the context fills within a short task; the scripted model surveys the workspace's run logs
+ * first, which compacts, and recalls a line from that compaction before it answers. The
+ * transcript prints each compaction as it prints each fold (which backend, why, the range, the
+ * chars it replaced and the checkpoint's, model calls, time: bin/transcript.mjs).
+ *
  * Ctrl-C (SIGINT, or SIGTERM): the host runs in its own process group, so the terminal's signal
  * reaches `try` only; `try` passes it on as SIGINT to the host's group and waits, at most
  * `HOST_SHUTDOWN_GRACE_MS`, for the host's own shutdown (which writes out the session log: with
@@ -29,10 +37,11 @@
  * are removed only after the host has exited. A second Ctrl-C kills the host at once. Exit 130.
  *
  * Exit: 0 when the host's turn completed (and, scripted, the model was never sent an invalid
- * history); 1 otherwise; usage errors 64; a named profile without dsh-fold 1; interrupted 130.
+ * history, and with `--compaction` at least one compaction landed); 1 otherwise; usage errors
+ * 64; a named profile without dsh-fold 1; interrupted 130.
  */
 import { execFileSync } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -49,7 +58,7 @@ const OWN = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'))
 /**
  * Packs this copy of dsh-fold (root + platform package) into `dir`: a checkout through
  * scripts/pack.mjs (it ships the binary built at the root), an installed copy with `npm pack`
- * of its folder and of the platform package it loaded.
+ * of a plain copy of its folder and of the platform package it loaded.
  * @param {string} dir
  * @returns {Promise<{root: string, platform: string, how: string}>}
  */
@@ -63,7 +72,15 @@ async function packSelf(dir) {
   const require = createRequire(import.meta.url)
   const binary = Object.keys(require.cache).find((f) => /[/\\]dsh-fold-[^/\\]+[/\\][^/\\]+\.node$/.test(f))
   if (!binary) throw new Error(`cannot tell which dsh-fold platform package this copy loaded (${ROOT})`)
-  const packOne = (/** @type {string} */ from) => path.join(dir, execFileSync('npm', ['pack', '--silent', '--ignore-scripts', '--pack-destination', dir, from], { encoding: 'utf8' }).trim().split('\n').pop() ?? '')
+  // Packed from a plain copy: pnpm installs identical files as hard links to one store file
+  // (plugin/package.json and client/package.json are both `{"type": "module"}`), npm pack writes
+  // the second as a tar hard-link entry, and npm's installer skips those entries, so the
+  // installed copy would lack plugin/package.json and its ES modules would not load.
+  const packOne = (/** @type {string} */ from) => {
+    const stage = path.join(dir, `stage-${path.basename(from)}`)
+    cpSync(from, stage, { recursive: true, dereference: true, filter: (src) => !path.relative(from, src).split(path.sep).includes('node_modules') })
+    return path.join(dir, execFileSync('npm', ['pack', '--silent', '--ignore-scripts', '--pack-destination', dir, stage], { encoding: 'utf8' }).trim().split('\n').pop() ?? '')
+  }
   return { root: packOne(ROOT), platform: packOne(path.dirname(binary)), how: `this installed copy (${ROOT}), packed` }
 }
 
@@ -94,6 +111,26 @@ function profileHasDshFold(profileDir) {
 }
 
 /**
+ * The overlay rows of `--compaction`: dsh-fold/compaction in basic's place (unless the profile
+ * mounts it already) and the DeepSeek adapter's window (its default and every catalog model's)
+ * set to `window`, over the config the profile gives that row. Read from the host's own
+ * composition of the profile (bin/compaction.mjs).
+ * @param {{host: {dir: string, node22: string}, dshHome: string, profile: string, window: number, fail: (message: string, exit: number) => never}} options
+ */
+async function compactionRows({ host, dshHome, profile, window, fail }) {
+  const { backendLine, composeProfiles, flatten, inspectCompaction } = await import('./compaction.mjs')
+  const composed = composeProfiles(host, dshHome, { profiles: [profile] }).profiles
+  const state = (await inspectCompaction({ dshHome, host, profiles: [profile], composed })).profiles[0]
+  if (state.backend === 'presets') fail(`--compaction: profile ${profile}: ${backendLine(state)}; run it with a headless-style profile`, 1)
+  if (!state.starts) fail(`--compaction: profile ${profile} would not start: ${state.problems.filter((p) => p.fatal).map((p) => p.message).join('; ')}`, 1)
+  /** @type {any[]} */
+  const rows = state.backend === 'dsh-fold' ? [] : [{ id: 'compaction-basic', disabled: true }, { id: 'compaction-fold', name: 'dsh-fold/compaction' }]
+  const llm = flatten(composed[profile].rows).find((/** @type {any} */ r) => r.name === '@deepseek-ai/dsh-llm-deepseek' && !r.disabled)
+  if (llm) rows.push({ id: llm.id, config: { ...(llm.config ?? {}), defaultContextWindow: window, models: (llm.config?.models ?? []).map((/** @type {any} */ m) => ({ ...m, contextWindow: window })) } })
+  return { rows, mounted: state.backend === 'dsh-fold', windowSet: Boolean(llm) }
+}
+
+/**
  * @param {Record<string, any>} opts the parsed command line
  * @param {{fail: (message: string, exit: number) => never}} cli
  * @returns {Promise<number>} the exit code
@@ -106,7 +143,8 @@ export async function runTry(opts, cli) {
   for (const key of ['profile', 'dsh-home', 'patch', 'cwd']) if (opts[key] === '') cli.fail(`--${key} needs a non-empty value`, 64)
   if (opts.cwd !== undefined && !real) cli.fail('--cwd applies to a run with a real model (DEEPSEEK_API_KEY set); the scripted model works in the workspace it writes', 64)
   if (opts.patch !== undefined && !existsSync(opts.patch)) cli.fail(`no patch file at ${opts.patch}`, 66)
-  const { DEFAULT_TASK, scriptedAgent, writeWorkspace } = await import('./try-agent.mjs')
+  const { COMPACTION_WINDOW, DEFAULT_TASK, scriptedAgent, writeWorkspace } = await import('./try-agent.mjs')
+  const compaction = Boolean(opts.compaction)
   const task = opts._[1] ?? (real ? cli.fail('try needs a TASK when DEEPSEEK_API_KEY is set (the real model works on your task)', 64) : DEFAULT_TASK)
   if (!String(task).trim()) cli.fail('the TASK is empty', 64)
 
@@ -183,10 +221,10 @@ export async function runTry(opts, cli) {
     // The workspace, the model and the environment.
     const cwd = real ? path.resolve(opts.cwd ?? process.cwd()) : path.join(root, 'work')
     if (real && !statSync(cwd, { throwIfNoEntry: false })?.isDirectory()) cli.fail(`--cwd ${cwd} is not a folder`, 66)
-    if (!real) writeWorkspace(cwd)
+    if (!real) writeWorkspace(cwd, { logs: compaction })
     if (!real) {
       const { startModelServer } = await import('./host/model-server.mjs')
-      server = await startModelServer(scriptedAgent())
+      server = await startModelServer(scriptedAgent({ compaction }))
     }
     const env = hostEnv({
       dshHome,
@@ -215,11 +253,18 @@ export async function runTry(opts, cli) {
       patchFiles.push(writePatchFile(path.join(root, 'try.patch.yml'), [{ id: 'tool-rewind', config: { toolName: 'rewind', reportLanguage: 'en', summarizer: 'extractive' } }]))
     }
     if (opts.patch !== undefined) patchFiles.push(path.resolve(opts.patch))
+    /** @type {Awaited<ReturnType<typeof compactionRows>> | null} */
+    let swap = null
+    if (compaction) {
+      swap = await compactionRows({ host: { dir: host.dshPackage, node22: host.node22 }, dshHome, profile, window: COMPACTION_WINDOW, fail: cli.fail })
+      if (swap.rows.length) patchFiles.push(writePatchFile(path.join(root, 'compaction.patch.yml'), swap.rows))
+    }
 
     say(`host:    @deepseek-ai/dsh ${host.version} (${host.how}), Node ${nodeVersion}`)
     say(named ? `home:    ${dshHome}, profile ${profile} (dsh-fold ${installedFrom})` : `home:    a temporary DSH home ${dshHome} (${keep ? 'kept: --keep' : 'removed at the end; --keep keeps it'}), profile ${profile}, dsh-fold ${OWN.version} ${installedFrom}`)
     say(`cwd:     ${cwd}${real ? '' : ' (the scripted model\'s workspace)'}`)
     if (opts.patch !== undefined) say(`patch:   ${path.resolve(opts.patch)}${process.env.DSH_TOOLS_MODE ? ` (DSH_TOOLS_MODE=${process.env.DSH_TOOLS_MODE})` : ''}`)
+    if (swap) say(`compaction: dsh-fold/compaction${swap.mounted ? ' (the profile mounts it)' : ' for this run only (an overlay; no profile file is written)'}${swap.windowSet ? `, the model's context window set to ${COMPACTION_WINDOW.toLocaleString('en-US')} tokens so it compacts within a short task` : '; this profile has no DeepSeek adapter row, so its window is the model\'s own'}`)
     say(`task:    ${task}\n`)
 
     // Run, following the session's log as it grows.
@@ -254,7 +299,8 @@ export async function runTry(opts, cli) {
       return 130
     }
     const violations = server?.violations ?? []
-    const completed = run.code === 0 && transcript.turnEnd === 'completed' && violations.length === 0
+    const compacted = transcript.compactions.some((c) => !c.error)
+    const completed = run.code === 0 && transcript.turnEnd === 'completed' && violations.length === 0 && (!compaction || real || compacted)
     const seconds = ((performance.now() - t0) / 1000).toFixed(1)
     const s = transcript.summary()
     if (!transcript.answer && run.stdout.trim()) say(`answer: ${run.stdout.trim()}`)
@@ -263,9 +309,11 @@ export async function runTry(opts, cli) {
       const tail = run.stderr.trim().split('\n').slice(-12).join('\n')
       if (tail) say(tail)
       for (const v of violations) say(`the model was sent an invalid history (request ${v.index}): ${v.message}`)
+      if (compaction && !real && !compacted && run.code === 0) say('--compaction: the run ended without a compaction, so there is none to show')
     }
     const folds = s.folds.map((f) => (f.kind === 'fold' ? `fold of mark ${f.markId}: ${f.replaced} surface nodes → a ${f.reportChars}-char report` : `block summary [${f.ids?.join(', ')}]: ${f.replaced} messages → ${f.reportChars} chars`))
-    say(`\n${completed ? 'done' : 'not completed'} in ${seconds} s: ${s.toolCalls} tool calls (${s.failedCalls} failed), ${folds.length ? folds.join('; ') : 'no fold'}`)
+    const compactions = s.compactions.map((c) => `compaction by ${c.backend}${c.error ? ` failed (${c.error})` : ` (${c.replaced} messages, ${c.charsBefore.toLocaleString('en-US')} → ${c.charsAfter.toLocaleString('en-US')} chars, ${c.modelCalls} model call${c.modelCalls === 1 ? '' : 's'}${c.ms === null ? '' : `, ${c.ms} ms`})`}`)
+    say(`\n${completed ? 'done' : 'not completed'} in ${seconds} s: ${s.toolCalls} tool calls (${s.failedCalls} failed), ${folds.length ? folds.join('; ') : 'no fold'}${compactions.length ? `; ${compactions.join('; ')}` : ''}`)
     if (logFile) say(`session log: ${logFile}${keep || named ? '' : ' (removed with the temporary home)'}`)
     if (json) {
       process.stdout.write(`${JSON.stringify({

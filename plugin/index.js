@@ -8,7 +8,7 @@
  * (docs/compaction.md); no default patch inserts it.
  */
 export { default as Checkpoint, Config as CheckpointConfig, defaultStorePath } from './fold/checkpoint.js'
-export { default as Rewind, Config as RewindConfig, REWIND_GUARD_SOURCE, REWIND_REPORT_SOURCE, isRewindReportSource, renderResult } from './fold/rewind.js'
+export { default as Rewind, Config as RewindConfig, REWIND_GUARD_SOURCE, REWIND_REPORT_SOURCE, isRewindReportSource, renderResult, reportFrame } from './fold/rewind.js'
 export { RewindError, isRewindError, toToolError } from './shared/errors.js'
 export { default as Recall, Config as RecallConfig, RecallError, RECALL_ERROR_CODES } from './recall/recall.js'
 export { recallHint, splitRecallHint } from './recall/hint.js'
@@ -17,6 +17,6 @@ export { describeSession, surfaceSnapshot } from './shared/surface.js'
 export { regionMessages, eventLog } from './shared/session.js'
 export { mirrorOf, mountMirror, useMeter } from './shared/mirror.js'
 export { visibleChars } from './shared/meter.js'
-export { llmSummarizer, resolveRoute, INSTRUCTIONS } from './fold/summarize.js'
+export { llmSummarizer, resolveRoute, INSTRUCTIONS, reportInstruction, isReportInstruction } from './fold/summarize.js'
 export { extractiveSummarizer, fallbackSummarizer } from './fold/extractive.js'
 export { default as Compaction, Config as CompactionConfig, EXTRACTIVE_ROUTE } from './compaction/compaction.js'

@@ -50,13 +50,15 @@ import { findTarget } from './targets.mjs'
 export const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 
 /**
- * The root tarball's size budget, in bytes: 320 KiB. Set at 300 KiB against 285,763 bytes
- * (round 4); raised when main had reached 308,147 bytes (`dsh-fold compaction`, doctor's
- * compaction line) and the hardening of issue 28 (closeStore, try's Ctrl-C, the messages and their
- * docs) made it 312,710. A file that should not ship (a fixture, a corpus, a build output) shows
- * up here before a user downloads it; growth that is meant raises it, in the same commit.
+ * The root tarball's size budget, in bytes: 300 KiB, against 285,763 bytes when it was set
+ * (round 4); 340 KiB since every text the model reads got its Chinese twin and its own module
+ * (issue 32: about 28,000 bytes more, 334,000 in all) and `try --compaction` its run logs and the
+ * transcript's compaction lines (issue 30: about 4,000 bytes); issue 28's hardening (closeStore,
+ * try's Ctrl-C, the messages and their docs) adds about 4,600. A file that should not ship (a
+ * fixture, a corpus, a build output) shows up here before a user downloads it; growth that is
+ * meant raises it, in the same commit.
  */
-export const ROOT_TARBALL_BUDGET = 320 * 1024
+export const ROOT_TARBALL_BUDGET = 340 * 1024
 
 /** What no file of the root package may be: tests, benches, sources, build outputs, data. */
 const NOT_FOR_USERS = /(^|\/)(__test__|bench|crates|src|target[^/]*|npm|fixtures?|corpora|corpus|node_modules|\.e2e-cache)\/|\.node$|\.rs$|(^|\/)Cargo\.(toml|lock)$/

@@ -378,7 +378,7 @@ describe('closing blocks', () => {
     await prompt(agent, '读一下')
     assert.match(model.requests[0].system, /## 区块模式/)
     const answer = valueOf(dispatchesOf(agent.session, 'c2').find((d) => d.name === 'block_summary'))
-    assert.match(answer.note, /^已排队：/)
+    assert.match(answer.note, /^已排队（`[^`]+`）。/)
     const body = textOf(sent(model, 2)[1])
     assert.match(body, /^<block-summary>\n以下是你自己对先前工作的总结/)
     assert.ok(body.includes('电容需要 1.21 GW'))

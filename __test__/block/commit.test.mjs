@@ -129,7 +129,7 @@ describe('the summary body and its price', () => {
       '<block-summary>\nThis is your own summary of your earlier work; it replaces that work in your context.\nBlock ids: B, C\n\nS\n</block-summary>',
     )
     assert.equal(summaryBody('S', []), '<block-summary>\nThis is your own summary of your earlier work; it replaces that work in your context.\n\nS\n</block-summary>')
-    assert.match(summaryBody('S', ['B'], 'zh'), /^<block-summary>\n以下是你自己对先前工作的总结.*\nBlock ids: B\n\nS\n<\/block-summary>$/s)
+    assert.match(summaryBody('S', ['B'], 'zh'), /^<block-summary>\n以下是你自己对先前工作的总结.*\n区块 id：B\n\nS\n<\/block-summary>$/s)
   })
 
   it('prices an empty assistant node at zero, as the meter does', () => {

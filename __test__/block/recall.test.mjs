@@ -77,7 +77,8 @@ for (const language of /** @type {const} */ (['en', 'zh'])) {
       await root.plugin(Recall, { toolName: 'dig' })
       await prompt(await agentOn(root, 'with'), 'hello')
       const section = model.requests[1].system
-      assert.match(section, /`await tools\.dig\(\{block: '<id>', query: '[^']+'\}\)`/)
+      // JSON-style arguments: a TypeScript and a Python program write the call alike.
+      assert.match(section, /`await tools\.dig\(\{"block": "<id>", "query": "[^"]+"\}\)`/)
       assert.match(section, language === 'en' ? /inside a `block_run_code` program/ : /在 `block_run_code` 程序中/)
     })
   })

@@ -1,7 +1,7 @@
 /**
  * What a later compaction carries of an earlier checkpoint of ours (`carriedText`): its user
  * messages and model-written parts as written, each condensed tool-work part as its heading and
- * one note that recall returns it — the same text however many times it is carried again, so a
+ * one note that it was condensed earlier — the same text however many times it is carried again, so a
  * long session's checkpoints do not grow with every pass.
  */
 import assert from 'node:assert/strict'
@@ -37,7 +37,7 @@ describe('carriedText', () => {
     const once = carriedText(checkpoint(BODY))
     assert.match(once, /### User message \(seq 4\)\nFix the checksum in src\/p\.rs\./)
     assert.match(once, /### Your rewind report 2 \(seq 88\)\n## Findings\n- the report as written/)
-    assert.match(once, /^### Tool work \(seq 5–61\), condensed \(condensed earlier; recall returns its lines\)$/m)
+    assert.match(once, /^### Tool work \(seq 5–61\), condensed \(condensed earlier\)$/m)
     assert.doesNotMatch(once, /cargo test/)
   })
 })
@@ -51,7 +51,7 @@ describe('trimmedCarried (the policy\'s `trim`)', () => {
     assert.equal(trimmedCarried(LONG, 'en', whole.length), whole)
     const oneLess = trimmedCarried(LONG, 'en', whole.length - 1)
     assert.ok(oneLess.length <= whole.length - 1)
-    assert.match(oneLess, /^Your rewind report 1 \(seq 100\): \d+ chars, carried by an earlier checkpoint and left out here for space; recall returns it\.$/m)
+    assert.match(oneLess, /^Your rewind report 1 \(seq 100\): \d+ chars, carried by an earlier checkpoint and left out here for space\.$/m)
     assert.match(oneLess, /### Your rewind report 2 \(seq 200\)\n## Findings/, 'a newer report was trimmed before the oldest')
     assert.match(oneLess, /### Your rewind report 3 \(seq 300\)\n## Findings/)
   })

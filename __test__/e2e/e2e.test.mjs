@@ -28,6 +28,8 @@ import { fileURLToPath } from 'node:url'
 import { execFileSync } from 'node:child_process'
 
 import { hintLine } from '../../plugin/recall/hint.js'
+import { reportFrame } from '../../plugin/fold/rewind.js'
+import { splitReportFrame } from '../../plugin/fold/words.js'
 import { pack, verifyInstall } from '../../scripts/pack.mjs'
 import { readStoreFile } from '../reliability/helpers.mjs'
 import { ensureHost } from './harness/install.mjs'
@@ -192,7 +194,7 @@ describe('dsh-fold end to end: packed tarballs in a real headless DSH host', { s
     // What the exploration sent: the real tools ran.
     assert.equal(r.agentRequests.length, 5, r.agentRequests.map((b) => shape(b.messages)).join('\n'))
     const [, afterCheckpoint, afterRead, afterBash, afterFold] = r.agentRequests
-    assert.match(text(resultOf(afterCheckpoint.messages, 'checkpoint')), /"id":1\b/)
+    assert.match(text(resultOf(afterCheckpoint.messages, 'checkpoint')), /^Checkpoint 1 set; call `rewind` when the investigation is done\.$/)
     assert.match(text(resultOf(afterRead.messages, 'read')), /ZEBRA-42 is the build id/)
     assert.match(text(resultOf(afterBash.messages, 'bash')), /\b3 notes\.txt/)
 
@@ -206,15 +208,15 @@ describe('dsh-fold end to end: packed tarballs in a real headless DSH host', { s
     const folded = afterFold.messages
     assert.deepEqual(callNames(folded), ['checkpoint', 'rewind'], shape(folded))
     assert.ok(!folded.some((m) => /ZEBRA-42 is the build id|3 notes\.txt/.test(text(m))), `the exploration is still visible: ${shape(folded)}`)
-    assert.match(text(resultOf(folded, 'checkpoint')), /"id":1\b/)
+    assert.match(text(resultOf(folded, 'checkpoint')), /^Checkpoint 1 set;/)
     const at = (/** @type {(m: any) => boolean} */ p) => folded.findIndex(p)
     const ckptCall = at((m) => callNames([m]).includes('checkpoint'))
     // The bundle mounts `recall`, so the report ends with its hint line.
-    const report = at((m) => m.role === 'user' && text(m) === `${REPORT}\n\n${hintLine('recall', { fold: 1 })}`)
+    const report = at((m) => m.role === 'user' && text(m) === `${reportFrame({ id: 1, objective: 'build id and line count of notes.txt' }, false)}${REPORT}\n\n${hintLine('recall', { fold: 1 })}`)
     const rewindCall = at((m) => callNames([m]).includes('rewind'))
     assert.ok(ckptCall >= 0 && report > ckptCall + 1 && rewindCall > report, shape(folded))
     assert.equal(folded[ckptCall + 1].role, 'tool')
-    assert.match(text(resultOf(folded, 'rewind')), /^Folded \d+ surface nodes? \(seq \d+\.\.\d+, \d+ chars\) into an auto-generated report \(\d+ chars\)\.$/)
+    assert.match(text(resultOf(folded, 'rewind')), /^Checkpoint 1 folded: the \d+ messages? of its investigation \(\d+ chars\) (is|are) replaced by your report, above \(\d+ chars\)\. Continue the task;/)
 
     // The store: unit checkpoint, one mark, folded.
     const store = readStore(r.dshHome)
@@ -319,7 +321,7 @@ describe('dsh-fold end to end: packed tarballs in a real headless DSH host', { s
     assert.deepEqual(callNames(folded), ['rewind'], shape(folded))
     assert.ok(!folded.some((m) => m.role === 'tool' && /PARALLEL-SECRET-7/.test(text(m))), shape(folded))
     assert.ok(folded.some((m) => m.role === 'user' && /parallel\.txt holds PARALLEL-SECRET-7/.test(text(m))), shape(folded))
-    assert.match(text(resultOf(folded, 'rewind')), /^Folded /)
+    assert.match(text(resultOf(folded, 'rewind')), /^Checkpoint \d+ folded: /)
     const [mark] = marksOf(r.dshHome)
     assert.equal(typeof mark.foldedAt, 'number')
   })
@@ -373,9 +375,9 @@ describe('dsh-fold end to end: packed tarballs in a real headless DSH host', { s
     assert.equal(new Set(regions).size, 1)
     assert.ok(r.reportRequests[0].messages.some((m) => m.role === 'tool' && /retry-exploration-marker/.test(text(m))))
     const folded = r.agentRequests.at(-1).messages
-    assert.ok(folded.some((m) => m.role === 'user' && text(m).startsWith('## Findings\nThe third report attempt landed.\n\n↩ ')), shape(folded))
+    assert.ok(folded.some((m) => m.role === 'user' && splitReportFrame(text(m)).body.startsWith('## Findings\nThe third report attempt landed.\n\n↩ ')), shape(folded))
     assert.ok(!folded.some((m) => m.role === 'tool' && /retry-exploration-marker/.test(text(m))), shape(folded))
-    assert.match(text(resultOf(folded, 'rewind')), /^Folded .* into an auto-generated report/)
+    assert.match(text(resultOf(folded, 'rewind')), /^Checkpoint \d+ folded: .* replaced by your report/)
     const [mark] = marksOf(r.dshHome)
     assert.equal(typeof mark.foldedAt, 'number')
   })
@@ -393,7 +395,7 @@ describe('dsh-fold end to end: packed tarballs in a real headless DSH host', { s
         { toolCalls: [{ id: 'call_grep', name: 'bash', arguments: { command: 'grep -c transfer ledger.txt', description: 'Count transfers' } }] },
         { content: 'Folding.', toolCalls: [{ id: 'call_rewind', name: 'rewind', arguments: {} }] },
         (/** @type {any} */ body) => {
-          const report = body.messages.find((/** @type {any} */ m) => m.role === 'user' && /^## Findings/.test(text(m)))
+          const report = body.messages.find((/** @type {any} */ m) => m.role === 'user' && splitReportFrame(text(m)).body.startsWith('## Findings'))
           assert.ok(report && text(report).endsWith(hintLine('recall', { fold: 1 })), shape(body.messages))
           return { toolCalls: [{ id: 'call_recall', name: 'recall', arguments: { fold: 1, query: 'INV-7731' } }] }
         },

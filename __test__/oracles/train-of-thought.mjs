@@ -171,7 +171,7 @@ export function visibleText(messages) {
 }
 
 /** The note a later checkpoint appends to the heading of condensed work it carries again. */
-const CARRIED_NOTE = /(?: \(condensed earlier; recall returns its lines\)|（之前已压缩；recall 可取回原文）)+$/m
+const CARRIED_NOTE = /(?: \(condensed earlier(?:; recall returns its lines)?\)|（之前已压缩(?:；recall 可取回原文)?）)+$/m
 
 /**
  * The chars of a checkpoint's text that are its own: its parts (split before each `### `

@@ -42,7 +42,9 @@ import Schema from '@deepseek-ai/schemastery'
 import { addon } from '../shared/addon.js'
 import { blockIdsOrNone, codedError, normalizeBlockIds, normalizeDescription, normalizeSummary, normalizeTimeout, MAX_DESCRIPTION_CHARS } from './args.js'
 import { writeCommit, writeFailure } from './commit.js'
-import { programCallee, recallHint, recallToolName } from '../recall/hint.js'
+import { recallHint, recallToolName } from '../recall/hint.js'
+import { languageOf } from '../shared/language.js'
+import { runtimeName, wordsOf } from './words.js'
 import { SessionBlocks } from './log.js'
 import { callBlockIds } from './surface.js'
 import { mirrorOf, mountMirror, trackBlockTool, useMeter, withLog } from '../shared/mirror.js'
@@ -51,29 +53,18 @@ import { mirrorOf, mountMirror, trackBlockTool, useMeter, withLog } from '../sha
  * @typedef {object} BlockConfig
  * @property {string} toolName the direct tool (`block_run_code`)
  * @property {string} summaryToolName the in-program callable (`block_summary`)
- * @property {'en' | 'zh'} language of the prompt section, the summary frame and the notes
+ * @property {'en' | 'zh'} [language] of every text; unset: the rewind row's `reportLanguage`, else en
  * @property {number} maxTimeoutMs the largest `timeoutMs` a program may ask for
  */
 export const Config = Schema.object({
   toolName: Schema.string().pattern(/^[a-zA-Z0-9_-]{1,64}$/).default('block_run_code').description('The one tool the model may call directly.'),
   summaryToolName: Schema.string().pattern(/^[a-zA-Z_][a-zA-Z0-9_]{0,63}$/).default('block_summary').description('The callable that closes blocks, reachable only inside programs.'),
-  language: Schema.union(['en', 'zh']).default('en').description('Language of the prompt section, the summary frame and the notes.'),
+  language: Schema.union(['en', 'zh']).description("Language of the prompt section, the tools' descriptions, the summary frame, the notes and the failures (default: the rewind row's reportLanguage, else en)."),
   maxTimeoutMs: Schema.natural().min(1).max(2_147_483_647).default(600_000).description('Largest per-program `timeoutMs` the model may ask for.'),
 })
 
-/** The seed's refusal, naming the configured tool. @param {string} tool */
-export const directCallRefusal = (tool) => `In block mode only \`${tool}\` may be called directly`
-
-/** @param {string} tool */
-const nestedRefusal = (tool) => `\`${tool}\` cannot run inside a program; call the tools you need from this program (\`tools.<name>\`)`
-
-/** What the model should do after each coded failure. @type {Record<string, string>} */
-const NEXT_STEP = {
-  INVALID_ARGUMENT: 'Fix the arguments and call again.',
-  UNKNOWN_BLOCK: 'Name ids your `block_run_code` calls carried; nothing was closed.',
-  PROTECTED: 'Nothing was replaced; close a set of ids whose range does not cross that message.',
-  STALE: 'A user message arrived inside the range after you wrote the summary: read it, then call `block_summary` again with a summary that carries it.',
-}
+/** The seed's refusal, naming the configured tool. @param {string} tool @param {'en' | 'zh'} [language] */
+export const directCallRefusal = (tool, language = 'en') => wordsOf(language).directCall({ run: tool, summary: '' })
 
 /**
  * A coded failure as the tool result carries it: a `HarnessError`, so DSH records the code in
@@ -81,43 +72,15 @@ const NEXT_STEP = {
  */
 export class BlockModeError extends HarnessError {}
 
-/** @param {unknown} e */
-function toToolError(e) {
+/**
+ * @param {unknown} e @param {'en' | 'zh'} language @param {import('./words.js').BlockNames} names
+ */
+function toToolError(e, language, names) {
   const code = /** @type {any} */ (e)?.code
   if (typeof code !== 'string' || !addon.isFoldError(e)) return e
-  const message = /** @type {Error} */ (e).message
-  const what = /[.!?。]$/.test(message) ? message : `${message}.`
-  return new BlockModeError(`${code}: ${what}${NEXT_STEP[code] ? ` ${NEXT_STEP[code]}` : ''}`, code, { cause: e })
-}
-
-const PROMPT = {
-  en: (/** @type {string} */ run, /** @type {string} */ summary) => `## Block mode
-
-Work in blocks. Every action goes through \`${run}\`: a program that calls the tools as \`tools.<name>\`, tagged with \`ids\`, the blocks it works on. Nothing else can be called directly.
-
-A block is one sub-goal with a clear finish: an investigation, a change and the check that it works. Keep one sub-goal's work under one id, and give a program every id it serves. Split a large task into its separable sub-goals rather than one block for everything or one block per call; a small task may be a single block.
-
-Close each block as soon as its sub-goal is done, before moving on, from a program: \`await tools.${summary}({ids: ['<id>'], summary: '...'})\`. Closing a block from inside its own program is normal: the summary lands after that program's result. The summary replaces every message from the block's first appearance to its last, including user messages and workspace instructions (AGENTS.md) that arrived in between, so write it to stand alone: the goal, what was done and found (exact paths, commands, identifiers, numbers), every requirement, correction or constraint that arrived in the span, what is left and the next step, or that only reporting to the user remains.`,
-  zh: (/** @type {string} */ run, /** @type {string} */ summary) => `## 区块模式
-
-按区块（block）工作。所有操作都通过 \`${run}\` 执行：一段用 \`tools.<name>\` 调用工具的程序，并用 \`ids\` 标明它属于哪些区块。其它工具都不能直接调用。
-
-一个区块是一个有明确完成条件的子目标：一次调查、一处修改及其验证。同一子目标的工作放在同一个 id 下，服务多个区块的程序带上所有相关 id。大任务按可分开的子目标拆分，不要整个任务共用一块，也不要每次调用新建一块；小任务可以只用一块。
-
-每个子目标完成后立即在程序中收口，再继续后面的工作：\`await tools.${summary}({ids: ['<id>'], summary: '...'})\`。在区块自己的程序里收口是正常做法，摘要会在该程序的结果之后生效。摘要替换该区块从第一次出现到最后一次出现之间的全部消息，包括其间到达的用户消息和工作区指令（AGENTS.md），所以要让它能独立成立：目标、做了什么和发现了什么（准确的路径、命令、标识符、数字）、区间内新增的每条要求、纠正和约束、还剩什么以及下一步，或者只剩向用户报告结果。`,
-}
-
-/** The prompt's paragraph on recall, when a `recall` tool is mounted. */
-const RECALL_PROMPT = {
-  en: (/** @type {string} */ run, /** @type {string} */ recall) =>
-    `\n\nA closed block is not lost: inside a \`${run}\` program, \`await ${programCallee(recall)}({block: '<id>', query: 'text or /regex/'})\` returns its exact original lines (without \`query\`, an index). Like every tool here, it cannot be called directly.`,
-  zh: (/** @type {string} */ run, /** @type {string} */ recall) =>
-    `\n\n已收口的区块并未丢失：在 \`${run}\` 程序中，\`await ${programCallee(recall)}({block: '<id>', query: '文本或 /正则/'})\` 返回其原始行（不带 \`query\` 时返回索引）。与这里的其它工具一样，它不能直接调用。`,
-}
-
-const PENDING_NOTE = {
-  en: (/** @type {string} */ reason) => `Queued: ${reason}. The summary replaces the blocks as soon as that clears, before your next step; do not call it again for them.`,
-  zh: (/** @type {string} */ reason) => `已排队：${reason}。一旦条件满足，摘要立即替换这些区块（在你的下一步之前）；不要为它们再次调用。`,
+  const w = wordsOf(language)
+  const next = /** @type {Record<string, (n: import('./words.js').BlockNames) => string>} */ (w.next)[code]?.(names) ?? ''
+  return new BlockModeError(`${code}: ${w.failure(/** @type {Error} */ (e).message, next)}`, code, { cause: e })
 }
 
 /** Longest logged error a note quotes, in characters. */
@@ -125,24 +88,10 @@ const NOTE_ERROR_CHARS = 600
 /** Most block ids a note names before "and N more". */
 const NOTE_IDS = 6
 
-/** @param {string[]} ids */
-const idList = (ids) => (ids.length > NOTE_IDS ? `${ids.slice(0, NOTE_IDS).join(', ')} and ${ids.length - NOTE_IDS} more` : ids.join(', '))
+/** @param {string[]} ids @param {'en' | 'zh'} language */
+const idList = (ids, language) => (ids.length > NOTE_IDS ? `${ids.slice(0, NOTE_IDS).join(', ')}${wordsOf(language).more(ids.length - NOTE_IDS)}` : ids.join(', '))
 /** @param {string} error */
 const clipError = (error) => (error.length > NOTE_ERROR_CHARS ? `${error.slice(0, NOTE_ERROR_CHARS - 1)}…` : error)
-
-/** The note for deferred summaries that were not applied: one line each. */
-const NOT_APPLIED = {
-  en: {
-    line: (/** @type {import('./log.js').Failure} */ f) =>
-      `[block mode] Your summary of block ${idList(f.targets)} was not applied: ${clipError(f.error)}`,
-    summary: (/** @type {string[]} */ ids) => `Block summary not applied: ${ids.join(', ')}`,
-  },
-  zh: {
-    line: (/** @type {import('./log.js').Failure} */ f) =>
-      `[区块模式] 你对区块 ${idList(f.targets)} 的摘要未被应用：${clipError(f.error)}`,
-    summary: (/** @type {string[]} */ ids) => `区块摘要未应用：${ids.join(', ')}`,
-  },
-}
 
 /** Events after which a queued summary may be able to land. */
 const RETRY_ON = new Set(['tool/result', 'user/message', 'assistant/message', 'compaction/end', 'turn/end', 'session/end-seed'])
@@ -199,6 +148,16 @@ class BlockMode {
     this.config = config
   }
 
+  /** The language of every text: the row's `language`, else the rewind row's `reportLanguage`. */
+  get language() {
+    return languageOf(this.ctx, this.config.language)
+  }
+
+  /** The configured names every text uses (recall's, while mounted). */
+  get names() {
+    return { run: this.config.toolName, summary: this.config.summaryToolName, recall: recallToolName(this.ctx) }
+  }
+
   /** @param {any} session */
   stateOf(session) {
     let state = this.#sessions.get(session)
@@ -225,7 +184,7 @@ class BlockMode {
     const outcome = this.plan(session, request)
     if (outcome.status === 'pending') {
       state.enqueue(request)
-      return { replaced: 0, tokensFreed: 0, pending: true, requestSeq: request.requestSeq, note: PENDING_NOTE[this.config.language](outcome.reason) }
+      return { replaced: 0, tokensFreed: 0, pending: true, requestSeq: request.requestSeq, note: wordsOf(this.language).pending(outcome.reason) }
     }
     const { seqs: _seqs, ...result } = writeCommit(session, { ...this.#commitInput(state, request), plan: outcome.plan })
     state.catchUp(session)
@@ -240,9 +199,9 @@ class BlockMode {
       route: request.route ?? state.route,
       turn: state.openTurn,
       metered: this.metered,
-      language: this.config.language,
+      language: this.language,
       // Recall is reachable only from a program here: the hint spells the call as one writes it.
-      hint: (/** @type {string[]} */ closed) => recallHint(this.ctx, { block: closed[0] }, this.config.language, { program: this.config.toolName }),
+      hint: (/** @type {string[]} */ closed) => recallHint(this.ctx, { block: closed[0] }, this.language, { program: this.config.toolName }),
     }
   }
 
@@ -323,14 +282,14 @@ class BlockMode {
     const state = this.stateOf(session)
     if (state.untold.size === 0) return undefined
     const failures = [...state.untold.values()]
-    const words = NOT_APPLIED[this.config.language]
+    const words = wordsOf(this.language)
     return createUserMessage({
-      content: [{ type: 'text', text: failures.map(words.line).join('\n') }],
+      content: [{ type: 'text', text: failures.map((f) => words.notApplied(idList(f.targets, this.language), clipError(f.error))).join('\n') }],
       source: {
         kind: 'plugin',
         plugin: 'dsh-fold/block',
         form: 'notice',
-        summary: boundContextSummary(words.summary([...new Set(failures.flatMap((f) => f.targets))])),
+        summary: boundContextSummary(words.notAppliedSummary([...new Set(failures.flatMap((f) => f.targets))].join(', '))),
         blockNotice: { requestSeqs: failures.map((f) => f.requestSeq) },
       },
     })
@@ -352,7 +311,7 @@ export function apply(ctx, config) {
   config = Config(config)
   assertCodeMode(ctx, config)
   const mode = new BlockMode(ctx, config)
-  const { toolName, summaryToolName, language } = config
+  const { toolName } = config
 
   // The session mirrors read each block call's ids as it is appended (they need every event of
   // a session, so a restored one is described whole, once); DSH's token meter prices their nodes
@@ -371,8 +330,8 @@ export function apply(ctx, config) {
   mountMirror(ctx)
 
   ctx.tools.guard((/** @type {any} */ exec) => {
-    if (exec.parent === undefined) return exec.name === toolName ? undefined : directCallRefusal(toolName)
-    return exec.name === toolName ? nestedRefusal(toolName) : undefined
+    if (exec.parent === undefined) return exec.name === toolName ? undefined : wordsOf(mode.language).directCall(mode.names)
+    return exec.name === toolName ? wordsOf(mode.language).nested(mode.names) : undefined
   })
 
   ctx.on('system-prompt/assemble', async (/** @type {any} */ assembly, /** @type {any} */ context, /** @type {() => Promise<any>} */ next) => {
@@ -384,19 +343,20 @@ export function apply(ctx, config) {
     return { ...assembled, tools: assembled.tools.filter((/** @type {{name: string}} */ t) => t.name === toolName) }
   })
 
-  // Read at each assembly: `recall` may be mounted (or renamed) after block mode.
-  const prompt = PROMPT[language](toolName, summaryToolName)
+  // Read at each assembly: `recall` (and the rewind row the language may follow) may be mounted
+  // (or renamed) after block mode.
   ctx.systemPrompt.section({
     name: `tool:${toolName}`,
     order: 140,
     text: () => {
-      const recall = recallToolName(ctx)
-      return recall === undefined ? prompt : prompt + RECALL_PROMPT[language](toolName, recall)
+      const words = wordsOf(mode.language)
+      const names = mode.names
+      return names.recall === undefined ? words.section(names) : words.section(names) + words.recallSection(names)
     },
   })
 
-  ctx.tools.register(runTool(ctx, config))
-  ctx.tools.register(summaryTool(mode, config))
+  ctx.tools.register(runTool(ctx, mode))
+  ctx.tools.register(summaryTool(mode))
 
   // The agent's next step carries the note about deferred summaries that were not applied.
   ctx.on('agent/pre-step', async (/** @type {{agent: any}} */ payload, /** @type {() => Promise<any>} */ next) => {
@@ -427,20 +387,33 @@ function delegatedError(result, timeoutMs, timer) {
   return error
 }
 
-/** @param {any} ctx @param {BlockConfig} config */
-function runTool(ctx, { toolName, maxTimeoutMs }) {
+/**
+ * Defines `description` getters on a tool and its parameters, read at each request: the texts
+ * follow the row's language (which may follow the rewind row's) and the mounted names.
+ * @param {any} tool a `defineTool` result @param {() => string} description
+ * @param {Record<string, () => string>} params
+ */
+function describedLive(tool, description, params) {
+  Object.defineProperty(tool, 'description', { enumerable: true, get: description })
+  for (const [key, text] of Object.entries(params)) Object.defineProperty(tool.parameters.properties[key], 'description', { enumerable: true, get: text })
+  return tool
+}
+
+/** @param {any} ctx @param {BlockMode} mode */
+function runTool(ctx, mode) {
+  const { toolName, maxTimeoutMs } = mode.config
   // run_code's renderer, so the content the model reads is exactly Code Mode's.
   const transport = () => ctx.tools.get(RUN_CODE_NAME) ?? ctx.tools.requireCodeTransport()
-  return defineTool({
+  const words = () => wordsOf(mode.language)
+  const tool = defineTool({
     name: toolName,
-    description:
-      'Run a TypeScript program that calls tools as `tools.<name>` (see the SDK), tagged with the block ids it works on. The only tool you may call directly. Close a finished block with `await tools.block_summary({ids, summary})` inside a program.',
+    description: '',
     parameters: {
-      ids: { type: 'array', items: { type: 'string' }, description: 'The blocks this program works on: a non-empty list of distinct ids, e.g. ["auth-refactor"]. Keep one sub-goal under one id.' },
-      id: { type: 'string', description: 'Legacy: one block id, the same as `ids: [id]`. Pass `ids` or `id`, not both.' },
-      description: { type: 'string', required: true, description: 'What this program does, in 5-10 words (shown in the UI).' },
-      code: { type: 'string', required: true, description: 'The program. Top-level `await` works; `return` a value to make it the result.' },
-      timeoutMs: { type: 'integer', description: `This program's time budget in milliseconds (1 to ${maxTimeoutMs}).` },
+      ids: { type: 'array', items: { type: 'string' }, description: '' },
+      id: { type: 'string', description: '' },
+      description: { type: 'string', required: true, description: '' },
+      code: { type: 'string', required: true, description: '' },
+      timeoutMs: { type: 'integer', description: '' },
     },
     output: {
       schema: {
@@ -457,14 +430,14 @@ function runTool(ctx, { toolName, maxTimeoutMs }) {
       rawInput: args.code,
     }),
     execute: async (/** @type {any} */ args, /** @type {any} */ exec) => {
-      if (exec.parent !== undefined) throw new Error(nestedRefusal(toolName))
+      if (exec.parent !== undefined) throw new Error(words().nested(mode.names))
       let timeoutMs
       try {
         normalizeBlockIds(args)
         normalizeDescription(args.description)
         timeoutMs = normalizeTimeout(args.timeoutMs, maxTimeoutMs)
       } catch (e) {
-        throw toToolError(e)
+        throw toToolError(e, mode.language, mode.names)
       }
       const timer = timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs)
       const result = await ctx.tools.execute({
@@ -484,22 +457,27 @@ function runTool(ctx, { toolName, maxTimeoutMs }) {
       return result.value
     },
   })
+  // The program's language is the mounted code runtime's (TypeScript or Python).
+  return describedLive(tool, () => words().runTool(mode.names, runtimeName(ctx.get('codeRuntime')?.language)), {
+    ids: () => words().runParams.ids,
+    id: () => words().runParams.id,
+    description: () => words().runParams.description,
+    code: () => words().runParams.code,
+    timeoutMs: () => words().runParams.timeoutMs(maxTimeoutMs),
+  })
 }
 
-/** @param {BlockMode} mode @param {BlockConfig} config */
-function summaryTool(mode, { summaryToolName, toolName }) {
-  return defineTool({
+/** @param {BlockMode} mode */
+function summaryTool(mode) {
+  const { summaryToolName } = mode.config
+  const words = () => wordsOf(mode.language)
+  const tool = defineTool({
     name: summaryToolName,
-    description: `Close finished blocks: replace every message from the first to the last appearance of \`ids\` in your context with \`summary\`. Only inside a \`${toolName}\` program; closing the block the program itself belongs to is normal (the summary lands after the program's result).`,
+    description: '',
     parameters: {
-      ids: { type: 'array', items: { type: 'string' }, description: 'The blocks to close: a non-empty list of distinct ids.' },
-      id: { type: 'string', description: 'Legacy: one block id, the same as `ids: [id]`. Pass `ids` or `id`, not both.' },
-      summary: {
-        type: 'string',
-        required: true,
-        description:
-          'Your own summary of everything between these ids\' first and last appearance. Keep exactly every requirement, correction and constraint the user (or workspace instructions) added in that span. State the goal, what was done and found, what is left and the next step — or that only reporting to the user remains. Keep the details later steps need (paths, commands, identifiers, numbers).',
-      },
+      ids: { type: 'array', items: { type: 'string' }, description: '' },
+      id: { type: 'string', description: '' },
+      summary: { type: 'string', required: true, description: '' },
     },
     output: {
       schema: {
@@ -519,16 +497,21 @@ function summaryTool(mode, { summaryToolName, toolName }) {
     presentCall: (/** @type {any} */ args) => ({ card: 'generic', title: 'Block summary', subtitle: blockIdsOrNone(args).join(', ') }),
     execute: async (/** @type {any} */ args, /** @type {any} */ exec) => {
       try {
-        if (exec.parent === undefined) throw codedError('INVALID_ARGUMENT', `\`${summaryToolName}\` is callable only inside a \`${toolName}\` program`)
+        if (exec.parent === undefined) throw codedError('INVALID_ARGUMENT', words().onlyInProgram(mode.names))
         const targets = normalizeBlockIds(args)
         const summary = normalizeSummary(args.summary)
         const session = exec.agent?.session
         if (!session) throw new Error(`${summaryToolName} needs an owning agent session`)
         return mode.request(session, { requestSeq: session.seq, targets, summary, route: routeOf(session, exec.agent) })
       } catch (e) {
-        throw toToolError(e)
+        throw toToolError(e, mode.language, mode.names)
       }
     },
+  })
+  return describedLive(tool, () => words().summaryTool(mode.names), {
+    ids: () => words().summaryParams.ids,
+    id: () => words().summaryParams.id,
+    summary: () => words().summaryParams.summary,
   })
 }
 

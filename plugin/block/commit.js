@@ -30,6 +30,7 @@ import { compactCheckpointSource } from '@deepseek-ai/dsh-compaction'
 import { errorChain } from '@deepseek-ai/dsh-llm'
 
 import { mirrorOf } from '../shared/mirror.js'
+import { wordsOf } from './words.js'
 
 /** Characters per token of the fallback price (DSH's meter uses the same density). */
 const CHARS_PER_TOKEN = 4
@@ -39,25 +40,14 @@ export const NO_METER_NOTE = {
   zh: '宿主未挂载 token 计量服务：tokensFreed 按模型可见字符数 / 4 估算。',
 }
 
-const FRAME = {
-  en: {
-    intro: 'This is your own summary of your earlier work; it replaces that work in your context.',
-    ids: 'Block ids',
-  },
-  zh: {
-    intro: '以下是你自己对先前工作的总结，它在你的上下文中替换了那部分工作。',
-    ids: 'Block ids',
-  },
-}
-
 /**
  * The replacement's text.
  * @param {string} summary @param {string[]} remaining @param {'en' | 'zh'} language
  * @param {string} [hint] appended after the summary, inside the tags (the recall hint, plugin/recall/hint.js)
  */
 export function summaryBody(summary, remaining, language = 'en', hint = '') {
-  const frame = FRAME[language] ?? FRAME.en
-  const ids = remaining.length > 0 ? `${frame.ids}: ${remaining.join(', ')}\n` : ''
+  const frame = wordsOf(language).frame
+  const ids = remaining.length > 0 ? `${frame.ids}${remaining.join(', ')}\n` : ''
   return `<block-summary>\n${frame.intro}\n${ids}\n${summary}${hint}\n</block-summary>`
 }
 

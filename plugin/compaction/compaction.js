@@ -45,6 +45,7 @@ import { openMark } from '../fold/open-mark.js'
 import { warmReportFacts } from './report-facts.js'
 import { OWN_MARKER } from './source.js'
 import { composeSummary, llmSummary, routeOf } from './summary.js'
+import { languageOf } from '../shared/language.js'
 
 export { Config }
 
@@ -439,7 +440,8 @@ export default class FoldCompactionEngine extends CompactionEngine {
    * @param {{compactionId: string, signal?: AbortSignal, policy: any, seqs: number[]}} options
    */
   async _summarize(agent, plan, { compactionId, signal, policy, seqs }) {
-    const language = this.config.language
+    // The row's language, else the rewind row's reportLanguage (rows mount in any order).
+    const language = languageOf(this.ctx, this.config.language)
     // In block mode recall is reachable only from a program: the hint spells the call so.
     const program = this.ctx.get?.('tools')?.get?.(this.config.blockToolName) ? this.config.blockToolName : undefined
     if (this.config.summarizer === 'llm') {

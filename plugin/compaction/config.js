@@ -38,7 +38,7 @@ export const Config = Schema.object({
   maxSummaryTokens: Schema.natural().min(256).description('Most tokens a summary may take (default: summaryRatio of the context window, at least 8192).'),
   summaryRatio: Schema.number().description('Without maxSummaryTokens: the summary\'s cap as a fraction of the routed context window (default 0.15; never below 8192 tokens).'),
   pasteChars: Schema.natural().min(200).description('A user message longer than this many chars is cut to its head and tail (default 4000).'),
-  language: Schema.union(['en', 'zh']).description('Language of the summary\'s headings (default en).'),
+  language: Schema.union(['en', 'zh']).description("Language of the checkpoint's frame and headings (default: the rewind row's reportLanguage, else en)."),
   summaryTimeoutMs: Schema.natural().min(1).description('With summarizer llm: the call\'s time limit (default 180000).'),
   blockToolName: Schema.string().description('Block mode\'s tool, whose ids mark blocks (default block_run_code).'),
 })
@@ -57,7 +57,7 @@ export const Config = Schema.object({
 
 /**
  * @typedef {Policy & {modelPolicies: (Partial<Policy> & {provider: string, model: string})[], auto: boolean,
- *   summarizer: 'extractive' | 'llm', maxSummaryTokens?: number, summaryRatio: number, pasteChars: number, language: 'en' | 'zh',
+ *   summarizer: 'extractive' | 'llm', maxSummaryTokens?: number, summaryRatio: number, pasteChars: number, language?: 'en' | 'zh',
  *   summaryTimeoutMs: number, blockToolName: string}} ResolvedConfig
  */
 
@@ -145,7 +145,7 @@ export function resolveConfig(config = {}) {
     ...(config.maxSummaryTokens === undefined ? {} : { maxSummaryTokens: config.maxSummaryTokens }),
     summaryRatio: config.summaryRatio ?? 0.15,
     pasteChars: config.pasteChars ?? 4000,
-    language: config.language ?? 'en',
+    ...(config.language === undefined ? {} : { language: config.language }),
     summaryTimeoutMs: config.summaryTimeoutMs ?? 180_000,
     blockToolName: config.blockToolName ?? 'block_run_code',
   })

@@ -28,7 +28,7 @@ const TEXT = {
     preamble:
       'This is a checkpoint of the earlier conversation, made without a model call: the user\'s messages and your own reports and summaries are kept as they were written, and each run of tool work is condensed to its commands, outcomes, error lines and files. Treat it as established context and continue the task from the messages that follow; do not acknowledge the checkpoint.',
     user: (/** @type {number} */ seq) => `### User message (seq ${seq})`,
-    report: (/** @type {number} */ seq, /** @type {string} */ mark) => `### Your rewind report${mark} (seq ${seq})`,
+    report: (/** @type {number} */ seq, /** @type {string} */ mark) => (mark ? `### Your report of checkpoint${mark} (seq ${seq})` : `### Your fold report (seq ${seq})`),
     block: (/** @type {number} */ seq) => `### Your block summary (seq ${seq})`,
     foreign: (/** @type {number} */ seq) => `### Earlier checkpoint (seq ${seq})`,
     work: (/** @type {number} */ a, /** @type {number} */ b) => `### Tool work (seq ${a}–${b}), condensed`,
@@ -37,13 +37,13 @@ const TEXT = {
     pointer: (/** @type {string} */ what, /** @type {number} */ chars, /** @type {string} */ how) => `${what}: ${chars} chars, left out of this checkpoint for space${how}.`,
     tooSmall: (/** @type {number} */ steps, /** @type {string} */ how) => `${steps} messages of tool work, too long to condense in the space left${how}.`,
     how: (/** @type {string} */ call) => `; \`${call}\` returns it`,
-    carried: (/** @type {string} */ what, /** @type {number} */ chars) => `${what}: ${chars} chars, carried by an earlier checkpoint and left out here for space; recall returns it.`,
+    carried: (/** @type {string} */ what, /** @type {number} */ chars) => `${what}: ${chars} chars, carried by an earlier checkpoint and left out here for space.`,
   },
   zh: {
     preamble:
       '这是此前对话的检查点，未调用模型生成：用户的消息以及你自己写的报告和总结按原文保留，每段工具操作被压缩为其命令、结果、错误行和文件。把它当作已确立的上下文，从后面的消息继续任务；不要提及此检查点。',
     user: (/** @type {number} */ seq) => `### 用户消息（seq ${seq}）`,
-    report: (/** @type {number} */ seq, /** @type {string} */ mark) => `### 你的 rewind 报告${mark}（seq ${seq}）`,
+    report: (/** @type {number} */ seq, /** @type {string} */ mark) => (mark ? `### 你对检查点${mark} 的报告（seq ${seq}）` : `### 你的折叠报告（seq ${seq}）`),
     block: (/** @type {number} */ seq) => `### 你的区块总结（seq ${seq}）`,
     foreign: (/** @type {number} */ seq) => `### 更早的检查点（seq ${seq}）`,
     work: (/** @type {number} */ a, /** @type {number} */ b) => `### 工具操作（seq ${a}–${b}），已压缩`,
@@ -52,7 +52,7 @@ const TEXT = {
     pointer: (/** @type {string} */ what, /** @type {number} */ chars, /** @type {string} */ how) => `${what}：${chars} 个字符，因篇幅未放入此检查点${how}。`,
     tooSmall: (/** @type {number} */ steps, /** @type {string} */ how) => `${steps} 条工具操作消息，剩余篇幅不足以压缩${how}。`,
     how: (/** @type {string} */ call) => `；\`${call}\` 可取回原文`,
-    carried: (/** @type {string} */ what, /** @type {number} */ chars) => `${what}：${chars} 个字符，由更早的检查点带入，因篇幅在此省略；recall 可取回原文。`,
+    carried: (/** @type {string} */ what, /** @type {number} */ chars) => `${what}：${chars} 个字符，由更早的检查点带入，因篇幅在此省略。`,
   },
 }
 
@@ -75,10 +75,14 @@ export function checkpointBody(text) {
   return splitRecallHint(inner.trim()).body.trim()
 }
 
-/** The note a carried work heading ends with (once: a heading carried again keeps one). */
-const CARRIED_NOTE = { en: ' (condensed earlier; recall returns its lines)', zh: '（之前已压缩；recall 可取回原文）' }
-/** Every note already at the end of a heading, in either language. */
-const CARRIED_NOTES = /(?: \(condensed earlier; recall returns its lines\)|（之前已压缩；recall 可取回原文）)+$/
+/**
+ * The note a carried work heading ends with (once: a heading carried again keeps one). It names
+ * no tool: the checkpoint's last line says how to get the lines back when the recall row is
+ * mounted, in its configured name.
+ */
+const CARRIED_NOTE = { en: ' (condensed earlier)', zh: '（之前已压缩）' }
+/** Every note already at the end of a heading, in either language (and as earlier versions wrote it). */
+const CARRIED_NOTES = /(?: \(condensed earlier(?:; recall returns its lines)?\)|（之前已压缩(?:；recall 可取回原文)?）)+$/
 
 /** Headings of condensed tool work in our summaries (both languages, extractive and llm). */
 const WORK_HEADING = /^### (Tool work \(seq|工具操作（seq|The work in this span|此区间工作的总结)/
@@ -99,7 +103,7 @@ export function carriedText(text, language = 'en') {
 
 /** Carried parts that a trimmed checkpoint may leave to recall: the model's reports and
  * summaries and another backend's checkpoints (never the user's words). */
-const TRIMMABLE = /^### (Your rewind report|Your block summary|Earlier checkpoint|你的 rewind 报告|你的区块总结|更早的检查点)/
+const TRIMMABLE = /^### (Your report of checkpoint|Your fold report|Your rewind report|Your block summary|Earlier checkpoint|你对检查点|你的折叠报告|你的 rewind 报告|你的区块总结|更早的检查点)/
 
 /**
  * What a later compaction carries of an earlier checkpoint of ours in at most `maxChars` (rule 6

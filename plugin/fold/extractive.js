@@ -5,7 +5,7 @@
  */
 import { addon } from '../shared/addon.js'
 import { regionMessages } from '../shared/session.js'
-import { isMisconfiguration } from './summarize.js'
+import { TRUNCATED, isMisconfiguration } from './summarize.js'
 
 /**
  * A `summarize` callback writing the extractive report with the addon's default budget, a
@@ -21,7 +21,7 @@ export function extractiveSummarizer({ session, language }) {
 }
 
 /**
- * `primary`, but a failed attempt (an error, a timeout) or a last empty one is answered by
+ * `primary`, but a failed attempt (an error, a timeout) or a last empty or cut-off one is answered by
  * `fallback` (and `onFallback` is told). A misconfiguration of the primary (no route, an unknown
  * provider, refused credentials: `isMisconfiguration`) is not a failed completion: it fails the
  * fold, so the user hears about it instead of every fold silently going extractive.
@@ -41,7 +41,9 @@ export function fallbackSummarizer(primary, fallback, maxRetries, onFallback) {
       return fallback(region, attempt)
     }
     const text = typeof reply === 'string' ? reply : reply?.text
-    if (attempt >= maxRetries && !(typeof text === 'string' && text.trim())) {
+    // The last attempt empty, or cut off at the length limit (never committed as whole).
+    const cut = typeof reply === 'object' && reply !== null && TRUNCATED.has(reply.finish)
+    if (attempt >= maxRetries && (cut || !(typeof text === 'string' && text.trim()))) {
       onFallback()
       return fallback(region, attempt)
     }

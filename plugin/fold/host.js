@@ -19,14 +19,16 @@
  *   DSH's compaction lock, re-check the region on the mirror (only if the log grew since the
  *   selection), then append the replacement — after DSH's shadow price when a
  *   meter is mounted. Nothing can interleave with it.
- * - `repairedTokensFreed` prices a fold the addon repaired (committed before a crash, stamped
- *   now) from its report on the mirror.
+ * - `repaired` gives the numbers of a fold the addon repaired (committed before a crash, stamped
+ *   now) from its report on the mirror: the report's own chars and tokens freed, without its frame
+ *   and recall hint, as the commit counted them; `committed` says whether this host committed.
  */
 import { createUserMessage } from '@deepseek-ai/dsh-llm'
 
 import { addon } from '../shared/addon.js'
 import { liveCompaction, mirrorOf, priceMessage, withLog } from '../shared/mirror.js'
-import { REWIND_REPORT_SOURCE } from '../shared/session.js'
+import { REWIND_REPORT_SOURCE, eventLog } from '../shared/session.js'
+import { reportBody } from './words.js'
 
 /**
  * The report's message: a `user/message` whose source names the fold's mark, so a later
@@ -40,12 +42,13 @@ export function reportMessage(report, markId) {
 /**
  * @param {any} session a `@deepseek-ai/dsh-session` Session
  * @param {import('../../index.js').RewindHost['summarize']} summarize
- * @param {{callId?: string, hint?: (markId: number) => string, metered?: boolean}} [options] the
- *   rewind call's id (its assistant message ends the region); `hint` gives the line appended to
- *   the report at the commit (the recall hint: outside the shrink check and `tokensFreed`, so it
- *   can never fail a fold); `metered`: the host has DSH's token meter — the fold is priced in
- *   tokens and the commit logs DSH's shadow price
- * @returns {import('../../index.js').RewindHost & {repairedTokensFreed: (markId: number) => number}}
+ * @param {{callId?: string, frame?: (markId: number) => string, hint?: (markId: number) => string, metered?: boolean}} [options] the
+ *   rewind call's id (its assistant message ends the region); `frame` gives the text put above the
+ *   report at the commit (what the report is: `reportFrame` of `./rewind.js`) and `hint` the line
+ *   appended to it (the recall hint) — both outside the shrink check and `tokensFreed`, so they can
+ *   never fail a fold; `metered`: the host has DSH's token meter — the fold is priced in tokens and
+ *   the commit logs DSH's shadow price
+ * @returns {import('../../index.js').RewindHost & {committed: boolean, repaired: (markId: number) => {reportChars: number, tokensFreed: number}}}
  */
 export function sessionHost(session, summarize, options = {}) {
   // With its log index: a report of the mark that a compaction replaced is found there.
@@ -54,6 +57,8 @@ export function sessionHost(session, summarize, options = {}) {
   const metered = options.metered === true
   /** The log length when the region was selected: while it stands, the surface has not moved. */
   let seen = session.seq
+  /** Whether this host appended the replacement (else the fold was repaired: already committed). */
+  let committed = false
   /** @type {import('../../index.js').RewindHost['summarize']} the summarizer's reply, with the token prices */
   const priced = async (region, attempt) => {
     const reply = await summarize(region, attempt)
@@ -68,7 +73,24 @@ export function sessionHost(session, summarize, options = {}) {
   return {
     mirror: kept.native,
     current,
-    repairedTokensFreed: (/** @type {number} */ markId) => withLog(session).native.reportOf(markId, 0)?.tokensFreed ?? 0,
+    get committed() {
+      return committed
+    },
+    repaired: (/** @type {number} */ markId) => {
+      // The committed report is its frame, the report and the recall hint; the fold's numbers
+      // count the report alone (as the commit did), so the repaired result equals the original.
+      const mirror = withLog(session).native
+      const found = mirror.reportOf(markId, 0)
+      if (!found) return { reportChars: 0, tokensFreed: 0 }
+      const event = eventLog(session)[found.seq]
+      const text = (event.data?.content ?? []).map((/** @type {any} */ b) => (b?.type === 'text' ? b.text : '')).join('')
+      const body = reportBody(text)
+      // Priced as the commit priced them: the folded nodes, and the report alone.
+      const folded = mirror.price(Uint32Array.from(event.sourceEventSeqs ?? [])).tokens
+      const alone = priceMessage(reportMessage(body, markId)).tokens
+      const tokensFreed = folded != null && alone !== undefined ? Math.max(0, folded - alone) : (found.tokensFreed ?? 0)
+      return { reportChars: body.length, tokensFreed }
+    },
     snapshot: () => {
       const mirror = withLog(session).native
       seen = session.seq
@@ -91,10 +113,12 @@ export function sessionHost(session, summarize, options = {}) {
         // compaction transaction; it must be followed at once by the replacement.
         session.append('compaction/prune', { shadowedRange: { start: plan.start, end: plan.end }, shadowedSeqs: seqs, shadowedTokenCount })
       }
-      session.append('user/message', reportMessage(plan.report + (options.hint?.(plan.markId) ?? ''), plan.markId), {
+      const text = (options.frame?.(plan.markId) ?? '') + plan.report + (options.hint?.(plan.markId) ?? '')
+      session.append('user/message', reportMessage(text, plan.markId), {
         surfaceOp: { op: 'replace', start: plan.start, end: plan.end },
         sourceEventSeqs: seqs,
       })
+      committed = true
       return 'committed'
     },
   }

@@ -19,7 +19,18 @@
  * The turn guard: while the latest mark is active, `agent/turn-stopping` injects a standing
  * warning once per agent per turn, and returns the promise doing it, so the loop sees the
  * injected message before it decides whether the turn ends. A mark is active until its fold's
- * report is in the session log, whether or not its stamp reached the store (`./open-mark.js`).
+ * report is in the session log, whether or not its stamp reached the store (`./open-mark.js`). It
+ * fires after the model replied, so the region leaves an answer already written in place
+ * (region.rs, rule 3) and the warning says "if you already gave your answer, rewind and end your
+ * turn without repeating it". After a
+ * failure no retry fixes (`UNFIXABLE`, a misconfigured report call, a transient failure met twice)
+ * it stays silent until new exploration lands, so it never contradicts the failure's advice.
+ *
+ * What the model reads (`./words.js`, in `reportLanguage`, in the configured names): the one
+ * prompt section for both tools, the description, the result (`Checkpoint N folded: …`; the value
+ * keeps the reference's shape), the report in its frame (`reportFrame`: which checkpoint, its
+ * objective, whose report; outside the shrink check), the guard, and each failure's text (what
+ * happened, whether the checkpoint is still open, what to do).
  */
 import { Service } from '@deepseek-ai/cordis'
 import { createUserMessage } from '@deepseek-ai/dsh-llm'
@@ -27,10 +38,11 @@ import { defineTool } from '@deepseek-ai/dsh-tools'
 import Schema from '@deepseek-ai/schemastery'
 
 import { addon } from '../shared/addon.js'
-import { toToolError } from '../shared/errors.js'
+import { isRewindError, toToolError } from '../shared/errors.js'
 import { extractiveSummarizer, fallbackSummarizer } from './extractive.js'
-import { llmSummarizer } from './summarize.js'
+import { isMisconfiguration, llmSummarizer } from './summarize.js'
 import { foldHost } from './host.js'
+import { failureText, wordsOf } from './words.js'
 import { openMark } from './open-mark.js'
 import { recallHint } from '../recall/hint.js'
 import { mountMirror, useMeter } from '../shared/mirror.js'
@@ -56,7 +68,7 @@ export const Config = Schema.object({
   maxSummarizationRetries: Schema.natural().min(0).max(8).default(2).description('Empty completions retried before the fold fails.'),
   summarizationProvider: Schema.string().description('Provider of the report call (default: the session\'s routed provider).'),
   summarizationModel: Schema.string().description('Model of the report call (default: the session\'s routed model).'),
-  reportLanguage: Schema.union(['en', 'zh']).default('en').description('Language of the report instruction.'),
+  reportLanguage: Schema.union(['en', 'zh']).default('en').description('Language of everything rewind writes for the model (the prompt section, the results, the report and its frame, the guard, the failures), and of the rows that set no `language` of their own.'),
   summarizer: Schema.union(['llm', 'extractive']).default('llm').description('Who writes the report: the LLM, or the native extractive generator (no model call).'),
   fallback: Schema.union(['none', 'extractive']).default('none').description('With `extractive`, a fold whose LLM report fails, times out or stays empty lands with the extractive report (a misconfigured route still fails).'),
   reportTimeoutMs: Schema.natural().min(1).max(3_600_000).default(180_000).description('Time limit of each report call, in milliseconds.'),
@@ -66,21 +78,40 @@ export const Config = Schema.object({
  * @typedef {{markId: number, foldedNodes: number, start: number, end: number, foldedChars: number, reportChars: number, tokensFreed?: number, report?: 'extractive'}} RewindResult
  */
 
-const WARNING = (/** @type {string} */ tool, /** @type {any} */ mark) =>
-  `[checkpoint ${mark.id} is still active${mark.objective ? `: ${mark.objective}` : ''}] You marked an investigation with \`checkpoint\` and have not folded it. If the investigation is done, call \`${tool}\` now, before ending the turn or starting unrelated work; if it is not done, continue it.`
-
-const PROMPT = (/** @type {string} */ tool) => `## Rewind
-
-Call \`${tool}\` as soon as an investigation you marked with \`checkpoint\` is finished, before unrelated work and before ending the turn. It replaces the whole investigation since the checkpoint with a report; only the report stays in your context, so make sure the investigation established what you need first. One checkpoint folds once: start a new investigation with a new \`checkpoint\`.`
+/** Failures no retry can fix: the guard stays silent after them until new exploration lands. */
+const UNFIXABLE = new Set(['EMPTY_REGION', 'SHRINK', 'INTERNAL'])
+/** Failures a retry may fix; met twice for one checkpoint, they count as unfixable. */
+const TRANSIENT = new Set(['SUMMARIZE_FAILED', 'HOST_FAILED'])
 
 /**
- * Renders a fold result for the model.
- * @param {RewindResult} r
+ * What the user must set for a misconfigured report call (`route`, `provider`, `credentials`), or
+ * undefined: the report call's own error rides as the fold error's `cause`.
+ * @param {unknown} e
+ * @returns {'route' | 'provider' | 'credentials' | undefined}
  */
-export function renderResult(r) {
-  const nodes = `${r.foldedNodes} surface node${r.foldedNodes === 1 ? '' : 's'}`
-  const which = r.report === 'extractive' ? 'an extractive report' : 'an auto-generated report'
-  return `Folded ${nodes} (seq ${r.start}..${r.end}, ${r.foldedChars} chars) into ${which} (${r.reportChars} chars).`
+function misconfigurationOf(e) {
+  const cause = /** @type {any} */ (e)?.cause
+  if (!isMisconfiguration(cause)) return undefined
+  return cause.misconfigured === 'provider' || cause.misconfigured === 'credentials' ? cause.misconfigured : 'route'
+}
+
+/**
+ * Renders a fold result for the model, in its terms: which checkpoint, what was folded, what to
+ * do next (the value itself keeps the reference's shape).
+ * @param {RewindResult} r @param {'en' | 'zh'} [language]
+ */
+export function renderResult(r, language = 'en') {
+  return wordsOf(language).folded(r)
+}
+
+/**
+ * The frame a fold's report is committed in: the line above it saying what it is (which
+ * checkpoint, its objective, whose report, that its next step is a suggestion). Outside the
+ * shrink check, like the recall hint below the report.
+ * @param {{id: number, objective?: string | null}} mark @param {boolean} extractive @param {'en' | 'zh'} [language]
+ */
+export function reportFrame(mark, extractive, language = 'en') {
+  return `${wordsOf(language).frame(mark, extractive)}\n\n`
 }
 
 /**
@@ -118,6 +149,13 @@ export default class RewindService extends Service {
    */
   unfoldable = new Map()
 
+  /**
+   * Sessions whose latest fold failed transiently (`TRANSIENT`), per checkpoint and code: the
+   * second such failure of one checkpoint tells the model to stop retrying.
+   * @type {Map<string, {markId: number, code: string, count: number}>}
+   */
+  failures = new Map()
+
   /** @type {object | undefined} DSH's `ctx.tokenMeter`, while mounted: the fold is then priced in tokens */
   meter = undefined
 
@@ -132,7 +170,8 @@ export default class RewindService extends Service {
         `rewind: only ${config.summarizationProvider ? 'summarizationProvider' : 'summarizationModel'} is configured; it is ignored (set both to route the report call) and the session's route is used`,
       )
     }
-    ctx.systemPrompt.section({ name: 'tool:rewind', order: 151, text: PROMPT(config.toolName) })
+    // One section for both tools (read at each assembly: the checkpoint row names its tool).
+    ctx.systemPrompt.section({ name: 'tool:rewind', order: 150, text: () => this.words.section(this.names()) })
     ctx.tools.register(this.#tool())
     // Every session of the host keeps its mirror, fed as events are appended.
     mountMirror(ctx)
@@ -152,6 +191,22 @@ export default class RewindService extends Service {
     ctx.on('agent/turn-stopping', (/** @type {{agent: any, turn: number}} */ payload) => this.#guard(payload))
   }
 
+  /** The words of every text this row writes for the model, in its `reportLanguage`. */
+  get words() {
+    return wordsOf(this.config.reportLanguage)
+  }
+
+  /**
+   * The tool names every text uses, as configured: this row's, and the checkpoint row's (the
+   * reference's checkpoint service names no tool: its default).
+   * @returns {{checkpoint: string, rewind: string}}
+   */
+  names() {
+    const checkpoint = this.ctx.checkpoint
+    const name = checkpoint?.toolName ?? checkpoint?.config?.toolName
+    return { checkpoint: typeof name === 'string' ? name : 'checkpoint', rewind: this.config.toolName }
+  }
+
   /**
    * Folds the exploration since the agent's session's latest checkpoint mark.
    * @param {any} agent the agent that owns the session (its options route the report as a last resort)
@@ -166,7 +221,13 @@ export default class RewindService extends Service {
     if (!session) throw new Error('rewind needs an agent with a session')
     const config = this.config
     let used = /** @type {'llm' | 'extractive'} */ (config.summarizer)
-    const llm = () => llmSummarizer({ llm: this.ctx.llm, session, agent, config, signal })
+    const checkpoint = this.ctx.checkpoint
+    // The mark the fold will start from, for its objective (read from memory; the addon reads it
+    // again under the session's fold lock, and only a fold of that mark uses it).
+    const latest = await Promise.resolve()
+      .then(() => checkpoint.latestMark(session.id))
+      .catch(() => undefined)
+    const llm = () => llmSummarizer({ llm: this.ctx.llm, session, agent, config, signal, mark: latest })
     const extractive = () => extractiveSummarizer({ session, language: config.reportLanguage })
     const summarize =
       config.summarizer === 'extractive'
@@ -176,14 +237,15 @@ export default class RewindService extends Service {
           : llm()
     // dsh-fold's checkpoint: its store, read and stamped natively. Another checkpoint service
     // (the reference's): its own latestMark and completeFold, called by the addon.
-    const checkpoint = this.ctx.checkpoint
     const store = checkpoint.store
     const marks = typeof store === 'string' || typeof store?.path === 'string' ? store : checkpoint
     try {
+      const frame = (/** @type {number} */ markId) =>
+        reportFrame({ id: markId, objective: latest?.id === markId ? latest.objective : null }, used === 'extractive', config.reportLanguage)
       const hint = (/** @type {number} */ markId) => recallHint(this.ctx, { fold: markId }, config.reportLanguage, { program: options.program })
       const metered = this.meter !== undefined
       // Waits out another producer's live compaction bracket, within the report's time bound.
-      const host = await foldHost(this.ctx, session, summarize, { ...options, hint, metered, timeoutMs: config.reportTimeoutMs, signal })
+      const host = await foldHost(this.ctx, session, summarize, { ...options, frame, hint, metered, timeoutMs: config.reportTimeoutMs, signal })
       const result = await addon.rewind(marks, session.id, host, {
         maxSummarizationRetries: config.maxSummarizationRetries,
         signal,
@@ -191,17 +253,73 @@ export default class RewindService extends Service {
         // the turn guard asks for while the mark reads active) finishes it.
         onStampError: (/** @type {Error} */ error) => this.ctx.logger.warn('rewind: %s', error.message),
       })
-      // A repaired fold (committed before a crash) is priced from its report on the surface.
-      if (metered && result.tokensFreed === undefined) result.tokensFreed = host.repairedTokensFreed(result.markId)
+      // A repaired fold (committed before a crash) is counted from its report on the surface.
+      if (!host.committed) {
+        const repaired = host.repaired(result.markId)
+        result.reportChars = repaired.reportChars
+        if (metered) result.tokensFreed = repaired.tokensFreed
+      }
+      this.failures.delete(session.id)
       return used === 'extractive' ? { ...result, report: 'extractive' } : result
     } catch (e) {
       // A cancelled rewind rejects with the signal's reason itself, as `fetch` does.
       if (/** @type {any} */ (e)?.code === 'ABORTED' && signal?.aborted) throw signal.reason
-      if (/** @type {any} */ (e)?.code === 'EMPTY_REGION') {
-        const mark = await this.ctx.checkpoint.latestMark(session.id).catch(() => null)
-        if (mark && mark.foldedAt === null) this.unfoldable.set(session.id, { markId: mark.id, seq: session.seq, calls: new Set(options.callId === undefined ? [] : [options.callId]) })
-      }
+      await this.failed(session, e, options.callId)
       throw e
+    }
+  }
+
+  /**
+   * Records a failed fold: how many times the same transient failure hit the same checkpoint (the
+   * second time its text says to stop retrying), and whether the guard must stay silent — after a
+   * failure no retry can fix (`UNFIXABLE`, a misconfigured report call, a transient failure met
+   * twice) — until new exploration lands.
+   * Not `#private`: `rewind()` runs with `this` bound to cordis's tracing proxy.
+   * @param {any} session @param {unknown} e @param {string} [callId] the rewind call's id
+   */
+  async failed(session, e, callId) {
+    const code = /** @type {any} */ (e)?.code
+    const mark = await this.ctx.checkpoint.latestMark(session.id).catch(() => null)
+    if (!mark || mark.foldedAt !== null) return
+    let again = false
+    if (TRANSIENT.has(code) && !misconfigurationOf(e)) {
+      const before = this.failures.get(session.id)
+      const count = before?.markId === mark.id && before.code === code ? before.count + 1 : 1
+      this.failures.set(session.id, { markId: mark.id, code, count })
+      again = count >= 2
+    }
+    if (UNFIXABLE.has(code) || misconfigurationOf(e) || again) {
+      this.unfoldable.set(session.id, { markId: mark.id, seq: session.seq, calls: new Set(callId === undefined ? [] : [callId]) })
+    }
+  }
+
+  /**
+   * What a failed fold's text is built from: the code, the underlying message, the checkpoint's
+   * state now, what the user must configure, whether the same failure already happened.
+   * @param {any} session @param {any} e
+   * @returns {Promise<import('./words.js').FailureFacts>}
+   */
+  async failureFacts(session, e) {
+    const code = typeof e?.code === 'string' ? e.code : 'INTERNAL'
+    /** @type {import('./words.js').MarkState} */
+    let state = 'unknown'
+    let mark = null
+    try {
+      mark = (await this.ctx.checkpoint.latestMark(session.id)) ?? null
+      state = !mark ? 'none' : mark.foldedAt === null ? 'open' : 'folded'
+    } catch {
+      // An unreadable store (STORE_*): the state stays unknown.
+    }
+    const cause = e?.cause instanceof Error ? e.cause : undefined
+    const detail = String(cause?.message ?? e?.message ?? '').replace(/;? *nothing was (folded|written)[^;]*$/, '')
+    const failure = this.failures.get(session.id)
+    return {
+      code,
+      detail,
+      mark: mark ? { id: mark.id, objective: mark.objective ?? null } : null,
+      state,
+      ...(misconfigurationOf(e) ? { misconfigured: misconfigurationOf(e) } : {}),
+      again: Boolean(mark && failure?.markId === mark.id && failure.code === code && failure.count >= 2),
     }
   }
 
@@ -216,7 +334,7 @@ export default class RewindService extends Service {
         this.#warned.set(agent, turn)
         agent.inject(
           createUserMessage({
-            content: [{ type: 'text', text: WARNING(this.config.toolName, mark) }],
+            content: [{ type: 'text', text: this.words.guard(mark, this.names()) }],
             source: REWIND_GUARD_SOURCE,
           }),
         )
@@ -259,8 +377,7 @@ export default class RewindService extends Service {
   #tool() {
     return defineTool({
       name: this.config.toolName,
-      description:
-        'Fold everything since your latest `checkpoint` into a report of what it found. Call it as soon as the investigation is done.',
+      description: this.words.rewindTool(this.names()),
       parameters: {},
       output: {
         schema: {
@@ -277,7 +394,7 @@ export default class RewindService extends Service {
           },
           additionalProperties: false,
         },
-        render: (/** @type {any} */ _args, /** @type {RewindResult} */ value) => [{ type: 'text', text: renderResult(value) }],
+        render: (/** @type {any} */ _args, /** @type {RewindResult} */ value) => [{ type: 'text', text: renderResult(value, this.config.reportLanguage) }],
       },
       presentCall: () => ({ card: 'generic', title: 'Rewind', kind: 'other' }),
       execute: async (/** @type {any} */ _args, /** @type {any} */ exec) => {
@@ -285,7 +402,9 @@ export default class RewindService extends Service {
         try {
           return await this.rewind(exec.agent, exec.signal, { callId: exec.callId, program: programToolOf(exec) })
         } catch (e) {
-          throw toToolError(e)
+          if (!isRewindError(e)) throw e
+          const facts = await this.failureFacts(exec.agent.session, e)
+          throw toToolError(e, () => failureText(facts, this.names(), this.config.reportLanguage))
         }
       },
     })

@@ -25,18 +25,22 @@ import Schema from '@deepseek-ai/schemastery'
 
 import { addon } from '../shared/addon.js'
 import { brief, listed } from '../shared/errors.js'
+import { languageOf } from '../shared/language.js'
 import { mountMirror } from '../shared/mirror.js'
 import { hintLine } from './hint.js'
 import { logIndex, originalSeqs, regionTexts } from './log.js'
+import { wordsOf } from './words.js'
 
 /**
  * @typedef {object} RecallConfig
  * @property {string} toolName model-facing tool name
  * @property {number} maxChars the longest answer, in UTF-16 units
+ * @property {'en' | 'zh'} [language] of the tool's texts; unset: the rewind row's `reportLanguage`
  */
 export const Config = Schema.object({
   toolName: Schema.string().pattern(/^[a-zA-Z0-9_-]{1,64}$/).default('recall').description('Model-facing tool name.'),
   maxChars: Schema.natural().min(500).max(200000).default(8000).description('Longest answer the tool returns, in characters.'),
+  language: Schema.union(['en', 'zh']).description("Language of the tool's description, answers and failures (default: the rewind row's reportLanguage, else en)."),
 })
 
 /** Most context lines around a match. */
@@ -79,14 +83,15 @@ const KNOWN_ARGS = new Set(['fold', 'block', 'compaction', 'query', 'around'])
 /**
  * Checks and normalizes the tool's arguments. Linear in their size, and every message quotes
  * at most a short prefix of a value and 12 names (the model can send anything here).
- * @param {unknown} raw
+ * @param {unknown} raw @param {'en' | 'zh'} [language] of the failures' texts
  */
-export function parseArgs(raw) {
+export function parseArgs(raw, language = 'en') {
+  const e = wordsOf(language).errors
   if (raw === undefined || raw === null) raw = {}
-  if (typeof raw !== 'object' || Array.isArray(raw)) throw new RecallError('INVALID_ARGUMENT', 'the arguments must be an object {fold?, block?, compaction?, query?, around?}.')
+  if (typeof raw !== 'object' || Array.isArray(raw)) throw new RecallError('INVALID_ARGUMENT', e.notObject)
   const args = /** @type {Record<string, unknown>} */ (raw)
   const unknown = Object.keys(args).filter((k) => !KNOWN_ARGS.has(k) && args[k] !== undefined)
-  if (unknown.length) throw new RecallError('INVALID_ARGUMENT', `unknown argument${unknown.length > 1 ? 's' : ''} ${listed(unknown, brief)}; use fold, block, compaction, query, around.`)
+  if (unknown.length) throw new RecallError('INVALID_ARGUMENT', e.unknownArgs(unknown.length, listed(unknown, brief)))
   /** @type {{fold?: number | 'latest', block?: string, compaction?: string, query?: string, around: number}} */
   const out = { around: 0 }
   const fold = args.fold ?? undefined
@@ -94,72 +99,91 @@ export function parseArgs(raw) {
     if (fold === 'latest') out.fold = 'latest'
     else if (typeof fold === 'number' && Number.isSafeInteger(fold) && fold >= 1) out.fold = fold
     else if (typeof fold === 'string' && /^[1-9]\d{0,15}$/.test(fold)) out.fold = Number(fold)
-    else throw new RecallError('INVALID_ARGUMENT', `fold must be a mark id (a positive integer) or "latest", got ${brief(fold)}.`)
+    else throw new RecallError('INVALID_ARGUMENT', e.fold(brief(fold)))
   }
   const block = args.block ?? undefined
   if (block !== undefined) {
-    if (typeof block !== 'string' || !block.trim()) throw new RecallError('INVALID_ARGUMENT', `block must be a non-empty block id, got ${brief(block)}.`)
-    if (block.length > addon.MAX_BLOCK_ID_LENGTH) throw new RecallError('INVALID_ARGUMENT', `block ${brief(block)} is ${block.length} characters long; a block id has at most ${addon.MAX_BLOCK_ID_LENGTH}.`)
+    if (typeof block !== 'string' || !block.trim()) throw new RecallError('INVALID_ARGUMENT', e.block(brief(block)))
+    if (block.length > addon.MAX_BLOCK_ID_LENGTH) throw new RecallError('INVALID_ARGUMENT', e.blockLength(brief(block), block.length, addon.MAX_BLOCK_ID_LENGTH))
     out.block = block
   }
   const compaction = args.compaction ?? undefined
   if (compaction !== undefined) {
-    if (typeof compaction !== 'string' || !compaction.trim() || compaction.length > 200) throw new RecallError('INVALID_ARGUMENT', `compaction must be a compaction id or "latest", got ${brief(compaction)}.`)
+    if (typeof compaction !== 'string' || !compaction.trim() || compaction.length > 200) throw new RecallError('INVALID_ARGUMENT', e.compaction(brief(compaction)))
     out.compaction = compaction
   }
-  if ([out.fold, out.block, out.compaction].filter((x) => x !== undefined).length > 1) throw new RecallError('INVALID_ARGUMENT', 'give one of fold, block and compaction, not several.')
+  if ([out.fold, out.block, out.compaction].filter((x) => x !== undefined).length > 1) throw new RecallError('INVALID_ARGUMENT', e.several)
   const query = args.query ?? undefined
   if (query !== undefined) {
-    if (typeof query !== 'string' || query === '') throw new RecallError('INVALID_ARGUMENT', `query must be a non-empty string (a substring or /regex/), got ${brief(query)}.`)
+    if (typeof query !== 'string' || query === '') throw new RecallError('INVALID_ARGUMENT', e.query(brief(query)))
     out.query = query
   }
   const around = args.around ?? undefined
   if (around !== undefined) {
     if (typeof around !== 'number' || !Number.isInteger(around) || around < 0 || around > MAX_AROUND) {
-      throw new RecallError('INVALID_ARGUMENT', `around must be an integer from 0 to ${MAX_AROUND}, got ${brief(around)}.`)
+      throw new RecallError('INVALID_ARGUMENT', e.around(MAX_AROUND, brief(around)))
     }
     out.around = around
   }
   return out
 }
 
-/** A region's name for the model. @param {import('./log.js').FoldedRegion} r */
-export function regionName(r) {
-  if (r.kind === 'compaction') return `compaction ${r.compactionId}`
-  return r.kind === 'fold' ? `fold ${r.markId}` : `block ${(r.closed?.length ? r.closed : r.remaining ?? []).join(', ') || '(no ids)'}`
+/** A region's name for the model. @param {import('./log.js').FoldedRegion} r @param {'en' | 'zh'} [language] */
+export function regionName(r, language = 'en') {
+  const w = wordsOf(language).region
+  if (r.kind === 'compaction') return w.compaction(String(r.compactionId))
+  return r.kind === 'fold' ? w.fold(/** @type {number} */ (r.markId)) : w.block((r.closed?.length ? r.closed : r.remaining ?? []).join(', '))
+}
+
+/**
+ * A folded text's label for the model (`read result`, `bash result (error)`, `user message`...),
+ * in `language`: log.js labels them in English; the words say them in either.
+ * @param {string} label @param {'en' | 'zh'} language
+ */
+function labelIn(label, language) {
+  if (language === 'en') return label
+  const w = wordsOf(language).label
+  if (label === 'assistant text') return w.text
+  if (label === 'assistant reasoning') return w.reasoning
+  if (label === 'user message') return w.user
+  let m = /^(.*) result( \(error\))?$/.exec(label)
+  if (m) return w.result(m[1], Boolean(m[2]))
+  if ((m = /^(.*) call$/.exec(label))) return w.call(m[1])
+  if ((m = /^(.*) message$/.exec(label))) return w.other(m[1])
+  return label
 }
 
 /**
  * Recall from `session`'s own folded regions. Pure reading: no store write, no session append.
  * @param {any} session the calling agent's session
  * @param {unknown} rawArgs the tool's arguments
- * @param {{maxChars: number, toolName?: string, markOwner?: (markId: number) => Promise<{sessionId: string, folded: boolean} | null>}} options
+ * @param {{maxChars: number, toolName?: string, rewindName?: string, language?: 'en' | 'zh', markOwner?: (markId: number) => Promise<{sessionId: string, folded: boolean} | null>}} options
  *   `markOwner` tells which session a mark id belongs to (from the checkpoint store), so an
- *   unknown id can be told apart from another session's
+ *   unknown id can be told apart from another session's; `rewindName` the rewind row's tool
  * @returns {Promise<RecallResult>}
  */
 export async function recall(session, rawArgs, options) {
-  const args = parseArgs(rawArgs)
+  const language = options.language ?? 'en'
+  const args = parseArgs(rawArgs, language)
   const regions = await select(session, args, options)
-  const texts = regions.map((r) => regionTexts(session, r))
-  return args.query === undefined ? index(session, regions, texts, options.maxChars) : search(regions, texts, args.query, args.around, options.maxChars)
+  const texts = regions.map((r) => regionTexts(session, r).map((t) => ({ ...t, label: labelIn(t.label, language) })))
+  return args.query === undefined ? index(session, regions, texts, options.maxChars, language) : search(regions, texts, args.query, args.around, options.maxChars, language)
 }
 
 /**
  * @param {any} session @param {ReturnType<typeof parseArgs>} args
- * @param {{toolName?: string, markOwner?: (markId: number) => Promise<{sessionId: string, folded: boolean} | null>}} options
+ * @param {{toolName?: string, rewindName?: string, language?: 'en' | 'zh', markOwner?: (markId: number) => Promise<{sessionId: string, folded: boolean} | null>}} options
  */
 async function select(session, args, options) {
   const all = logIndex(session).regions
   const tool = options.toolName ?? 'recall'
-  if (!all.length) {
-    throw new RecallError('NOTHING_FOLDED', 'nothing in this session has been folded yet, so there is nothing to recall; everything is still in your context.')
-  }
+  const e = wordsOf(options.language).errors
+  if (!all.length) throw new RecallError('NOTHING_FOLDED', e.nothing)
   const folds = all.filter((r) => r.kind === 'fold')
   const foldIds = [...new Set(folds.map((r) => r.markId))]
   if (args.fold === 'latest') {
     const latest = folds.at(-1)
-    if (!latest) throw new RecallError('NOTHING_FOLDED', `this session has no rewind fold yet (only block summaries: ${listed(blockIds(all), shortId)}); call ${tool} with {"block": id}.`)
+    if (!latest) throw new RecallError('NOTHING_FOLDED', e.onlyBlocks(listed(blockIds(all), shortId), tool))
     return [latest]
   }
   if (typeof args.fold === 'number') {
@@ -168,24 +192,24 @@ async function select(session, args, options) {
     if (found) return [found]
     const owner = await options.markOwner?.(id).catch(() => null)
     if (owner && owner.sessionId !== session.id) {
-      throw new RecallError('FOREIGN_MARK', `checkpoint mark ${id} belongs to another session; ${tool} reads only this session's folds (${foldIds.length ? `folds here: ${listed(foldIds)}` : 'none folded here yet'}).`)
+      throw new RecallError('FOREIGN_MARK', e.foreign(id, tool, foldIds.length ? e.foldsHere(listed(foldIds)) : e.noneFolded))
     }
-    const why = owner && !owner.folded ? `checkpoint mark ${id} of this session has not been folded yet (call rewind first)` : `this session has no fold of checkpoint mark ${id}`
-    throw new RecallError('UNKNOWN_FOLD', `${why}; ${foldIds.length ? `folds here: ${listed(foldIds)}` : 'no rewind fold here yet'}.`)
+    const why = owner && !owner.folded ? e.notFolded(id, options.rewindName ?? 'rewind') : e.noFold(id)
+    throw new RecallError('UNKNOWN_FOLD', e.unknownFold(why, foldIds.length ? e.foldsHere(listed(foldIds)) : e.noFoldHere))
   }
   if (args.compaction !== undefined) {
     const compactions = all.filter((r) => r.kind === 'compaction')
     const found = args.compaction === 'latest' ? compactions.at(-1) : compactions.filter((r) => r.compactionId === args.compaction).at(-1)
     if (found) return [found]
     const known = compactions.map((r) => r.compactionId)
-    throw new RecallError('UNKNOWN_COMPACTION', `this session has no compaction ${brief(args.compaction)}; ${known.length ? `compactions here: ${listed(known, shortId)}` : 'nothing has been compacted here yet'}.`)
+    throw new RecallError('UNKNOWN_COMPACTION', e.unknownCompaction(brief(args.compaction), known.length ? e.compactionsHere(listed(known, shortId)) : e.noneCompacted))
   }
   if (args.block !== undefined) {
     const id = args.block
     const found = all.filter((r) => r.kind === 'block' && (r.closed?.includes(id) || r.remaining?.includes(id))).at(-1)
     if (found) return [found]
     const known = blockIds(all)
-    throw new RecallError('UNKNOWN_BLOCK', `no block summary of this session covers block ${brief(id)}; ${known.length ? `summarized blocks: ${listed(known, shortId)}` : 'no block has been summarized yet'}.`)
+    throw new RecallError('UNKNOWN_BLOCK', e.unknownBlock(brief(id), known.length ? e.blocksHere(listed(known, shortId)) : e.noneSummarized))
   }
   return outermost(session, all)
 }
@@ -244,26 +268,31 @@ function clip(line, start = 0, end = 0) {
   return `${from > 0 ? '…' : ''}${line.slice(from, Math.min(to, from + LINE_CHARS * 2))}${to < line.length ? '…' : ''}`
 }
 
-/** A region's heading. @param {any} session @param {import('./log.js').FoldedRegion} r @param {import('./log.js').RecallText[]} texts */
-function heading(session, r, texts) {
+/**
+ * A region's heading.
+ * @param {any} session @param {import('./log.js').FoldedRegion} r @param {import('./log.js').RecallText[]} texts @param {'en' | 'zh'} language
+ */
+function heading(session, r, texts, language) {
+  const w = wordsOf(language)
   const seqs = originalSeqs(session, r)
   const chars = texts.reduce((n, t) => n + t.text.length, 0)
-  const span = seqs.length ? `, seq ${Math.min(...seqs)}..${Math.max(...seqs)}` : ''
-  return `${regionName(r)}: ${seqs.length} folded message${seqs.length === 1 ? '' : 's'}${span}, ${chars} chars`
+  const span = seqs.length ? w.span(Math.min(...seqs), Math.max(...seqs)) : ''
+  return w.heading(regionName(r, language), seqs.length, span, chars)
 }
 
 /**
  * Without a query: one line per folded message.
  * @param {any} session @param {import('./log.js').FoldedRegion[]} regions
- * @param {import('./log.js').RecallText[][]} texts @param {number} maxChars
+ * @param {import('./log.js').RecallText[][]} texts @param {number} maxChars @param {'en' | 'zh'} language
  * @returns {RecallResult}
  */
-function index(session, regions, texts, maxChars) {
+function index(session, regions, texts, maxChars, language) {
+  const w = wordsOf(language)
   const out = new Answer(maxChars)
   let shown = 0
   let total = 0
   regions.forEach((r, i) => {
-    out.add(heading(session, r, texts[i]))
+    out.add(heading(session, r, texts[i], language))
     /** @type {Map<number, import('./log.js').RecallText[]>} */
     const bySeq = new Map()
     for (const t of texts[i]) bySeq.set(t.seq, [...(bySeq.get(t.seq) ?? []), t])
@@ -273,7 +302,7 @@ function index(session, regions, texts, maxChars) {
         .map((p) => {
           const lines = p.text.split('\n').length
           const first = p.text.split('\n').find((l) => l.trim()) ?? ''
-          return `${p.label} (${lines} line${lines === 1 ? '' : 's'}, ${p.text.length} chars): ${first.trim().slice(0, 100)}`
+          return w.indexLine(p.label, lines, p.text.length, first.trim().slice(0, 100))
         })
         .join(' | ')
       if (out.add(`  seq ${seq}  ${summary}`.slice(0, 400))) shown++
@@ -281,30 +310,31 @@ function index(session, regions, texts, maxChars) {
   })
   const truncated = shown < total
   let text = out.text()
-  if (truncated) text += `\n… ${total - shown} more folded message${total - shown === 1 ? '' : 's'} not listed (answer limit ${maxChars} chars): pick one fold or block, or search with query.`
-  else text += '\nSearch them with query (a substring, or /regex/) to get their exact lines.'
+  if (truncated) text += `\n${w.indexMore(total - shown, maxChars)}`
+  else text += `\n${w.indexEnd}`
   return { text, regions: regions.length, matches: 0, shown, truncated }
 }
 
 /**
  * With a query: the matching lines, grouped by message, with context.
  * @param {import('./log.js').FoldedRegion[]} regions @param {import('./log.js').RecallText[][]} texts
- * @param {string} query @param {number} around @param {number} maxChars
+ * @param {string} query @param {number} around @param {number} maxChars @param {'en' | 'zh'} language
  * @returns {RecallResult}
  */
-function search(regions, texts, query, around, maxChars) {
+function search(regions, texts, query, around, maxChars, language) {
+  const w = wordsOf(language)
   const flat = texts.flatMap((ts, region) => ts.map((t) => ({ ...t, region })))
   let found
   try {
     // At most one line shown per 8 chars of answer: enough to fill it, bounded however many lines match.
     found = addon.recallSearch(flat.map((t) => t.text), query, Math.ceil(maxChars / 8))
   } catch (e) {
-    if (/** @type {any} */ (e)?.code === 'INVALID_ARGUMENT') throw new RecallError('BAD_QUERY', `${/** @type {Error} */ (e).message}`)
+    if (/** @type {any} */ (e)?.code === 'INVALID_ARGUMENT') throw new RecallError('BAD_QUERY', w.errors.badQuery(/** @type {Error} */ (e).message))
     throw e
   }
   const out = new Answer(maxChars)
-  const where = regions.length === 1 ? regionName(regions[0]) : `${regions.length} folded regions`
-  out.add(`${found.total} line${found.total === 1 ? '' : 's'} in ${where} match ${query}${found.total ? ':' : '.'}`)
+  const where = regions.length === 1 ? regionName(regions[0], language) : w.regions(regions.length)
+  out.add(w.found(found.total, where, query))
   /** @type {Map<number, {line: number, col: number, colEnd: number}[]>} text index → its matching lines */
   const hitsByText = new Map()
   for (let w = 0; w < found.hits.length; w += 4) {
@@ -320,7 +350,7 @@ function search(regions, texts, query, around, maxChars) {
     const text = flat[t]
     if (regions.length > 1 && text.region !== lastRegion) {
       lastRegion = text.region
-      if (!out.add(`${regionName(regions[text.region])}:`)) break
+      if (!out.add(`${regionName(regions[text.region], language)}${language === 'zh' ? '：' : ':'}`)) break
     }
     if (!out.add(`[seq ${text.seq} · ${text.label}]`)) break
     const lines = text.text.split('\n')
@@ -343,7 +373,7 @@ function search(regions, texts, query, around, maxChars) {
   }
   const truncated = shown < found.total
   let answer = out.text()
-  if (truncated) answer += `\n… ${found.total - shown} more matching line${found.total - shown === 1 ? '' : 's'} not shown (answer limit ${maxChars} chars): narrow the query, or pick one fold or block.`
+  if (truncated) answer += `\n${w.searchMore(found.total - shown, maxChars)}`
   return { text: answer, regions: regions.length, matches: found.total, shown, truncated }
 }
 
@@ -380,7 +410,19 @@ export default class RecallService extends Service {
    */
   recall(session, args) {
     if (!session?.id) return Promise.reject(new Error('recall needs a session'))
-    return recall(session, args, { maxChars: this.config.maxChars, toolName: this.toolName, markOwner: (id) => this.markOwner(id) })
+    const rewind = this.ctx.get('rewind')?.config?.toolName
+    return recall(session, args, {
+      maxChars: this.config.maxChars,
+      toolName: this.toolName,
+      rewindName: typeof rewind === 'string' ? rewind : undefined,
+      language: this.language,
+      markOwner: (id) => this.markOwner(id),
+    })
+  }
+
+  /** The language of this row's texts: its `language`, else the rewind row's `reportLanguage`. */
+  get language() {
+    return languageOf(this.ctx, this.config.language)
   }
 
   /**
@@ -399,16 +441,15 @@ export default class RecallService extends Service {
 
   #tool() {
     const name = this.config.toolName
-    return defineTool({
+    const tool = defineTool({
       name,
-      description:
-        'Read back the exact original lines of work that a fold (`rewind`), a block summary or a compaction removed from your context: tool outputs, call arguments, your own text, user messages. Give `query` (a substring; smart case) or `/regex/flags` to get the matching lines with their seq and tool; omit it for an index of the folded messages. `fold` picks one fold by its checkpoint id (or "latest"), `block` one block summary by block id, `compaction` one compaction by its id (or "latest"); none of them searches everything folded. `around` adds context lines. Reads only this session.',
+      description: '',
       parameters: {
-        fold: { description: 'A checkpoint mark id whose fold to read, or "latest". Omit to search every folded region.', oneOf: [{ type: 'integer' }, { type: 'string' }] },
-        block: { type: 'string', description: 'A block id whose summary to read (block mode).' },
-        compaction: { type: 'string', description: 'A compaction id (a checkpoint\'s recall line names it) or "latest".' },
-        query: { type: 'string', description: 'A substring (case-insensitive unless it has an uppercase letter) or /regex/flags (flag i). Omit for an index.' },
-        around: { type: 'integer', description: `Context lines before and after each matching line, 0 to ${MAX_AROUND} (default 0).` },
+        fold: { description: '', oneOf: [{ type: 'integer' }, { type: 'string' }] },
+        block: { type: 'string', description: '' },
+        compaction: { type: 'string', description: '' },
+        query: { type: 'string', description: '' },
+        around: { type: 'integer', description: '' },
       },
       output: {
         schema: {
@@ -435,5 +476,14 @@ export default class RecallService extends Service {
         return this.recall(session, args)
       },
     })
+    // Read at each request, in the row's language (the rewind row it may follow mounts in any order).
+    const words = () => wordsOf(this.language)
+    Object.defineProperty(tool, 'description', { enumerable: true, get: () => words().description })
+    const props = tool.parameters.properties
+    for (const key of /** @type {const} */ (['fold', 'block', 'compaction', 'query'])) {
+      Object.defineProperty(props[key], 'description', { enumerable: true, get: () => words().params[key] })
+    }
+    Object.defineProperty(props.around, 'description', { enumerable: true, get: () => words().params.around(MAX_AROUND) })
+    return tool
   }
 }

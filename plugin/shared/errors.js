@@ -75,16 +75,25 @@ export class RewindError extends Error {
 }
 
 /**
- * The `Error` a tool throws for a failure, so the model reads `CODE: message next-step`.
+ * The `Error` a tool throws for a failure, so the model reads `CODE: what happened. What to do.`
+ * `render` writes that text (the fold rows' is `failureText` of `plugin/fold/words.js`: in the
+ * configured names and language, with the checkpoint's state); without it, the error's own message
+ * and the generic next step of its code. The error keeps its `code` and has the original as `cause`.
  * @param {unknown} e
+ * @param {(err: Error & {code: string}) => string} [render]
  */
-export function toToolError(e) {
+export function toToolError(e, render) {
   if (!isRewindError(e)) return e
   const err = /** @type {Error & {code: string}} */ (e)
-  const next = NEXT_STEP[err.code]
-  // The addon's messages end without a full stop; without one the next step runs into them.
-  const what = /[.!?。]$/.test(err.message) ? err.message : `${err.message}.`
-  const tool = new Error(`${err.code}: ${what}${next ? ` ${next}` : ''}`, { cause: err })
+  let text
+  if (render) text = render(err)
+  else {
+    const next = NEXT_STEP[err.code]
+    // The addon's messages end without a full stop; without one the next step runs into them.
+    const what = /[.!?。]$/.test(err.message) ? err.message : `${err.message}.`
+    text = `${err.code}: ${what}${next ? ` ${next}` : ''}`
+  }
+  const tool = new Error(text, { cause: err })
   Object.assign(tool, { code: err.code })
   return tool
 }

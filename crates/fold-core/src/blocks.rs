@@ -325,8 +325,8 @@ pub fn plan(surface: &BlockSurface, targets: &[BlockId], request_seq: u64, rewin
     if let Some(i) = range.clone().find(|&i| nodes[i].user_authored && late(nodes[i].seq)) {
         return Err(FoldError::Stale(format!(
             "a new user message (seq {}) arrived inside the range of block(s) {} after this summary was \
-             written (requested at log length {request_seq}); nothing was changed. Read it, then call \
-             block_summary again with a summary that keeps its requests and constraints",
+             written (requested at log length {request_seq}); nothing was changed. Read it, then write the \
+             summary again, keeping its requests and constraints",
             nodes[i].seq,
             quoted(targets),
         )));
@@ -455,7 +455,7 @@ fn unknown_block(surface: &BlockSurface, unknown: &[&BlockId]) -> FoldError {
     };
     FoldError::UnknownBlock(format!(
         "no message on the context belongs to block id(s) {}{gone}; {open}. Nothing was changed; \
-         call block_summary with ids of open blocks",
+         close open blocks by their ids",
         quoted(unknown.iter().copied()),
     ))
 }

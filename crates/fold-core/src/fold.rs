@@ -16,8 +16,9 @@
 //!    again — wherever the report stands now, on the surface or replaced since by a compaction
 //!    (a second fold would take everything after the compaction, the user's next request with
 //!    it). Else select the region ([`crate::region`]);
-//! 4. [`Step::Summarize`]: an empty report is retried up to `max_summarization_retries` times,
-//!    then `SUMMARIZE_FAILED` with the last finish reason and token usage;
+//! 4. [`Step::Summarize`]: an empty report, or one cut off at its output budget
+//!    ([`Summary::truncated`]), is retried up to `max_summarization_retries` times, then
+//!    `SUMMARIZE_FAILED` with the last finish reason and token usage;
 //! 5. the report must be smaller than the region — in tokens when the host's meter priced both,
 //!    else in model-visible chars — or `SHRINK` (skipped for a region that weighs nothing);
 //! 6. [`Step::Commit`]: in one synchronous step the host re-selects on a fresh snapshot and
@@ -76,7 +77,8 @@ pub struct FoldRequest {
     pub region: Region,
 }
 
-/// One summarizer answer. An empty (or all-whitespace) `text` is an empty completion.
+/// One summarizer answer. An empty (or all-whitespace) `text` is an empty completion; one that
+/// stopped at its output budget ([`Summary::truncated`]) is no whole report either.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Summary {
     pub text: String,
@@ -86,6 +88,14 @@ pub struct Summary {
     /// The host's token prices of the region and of the report, when it has a token meter: the
     /// shrink check then compares them instead of chars, and the result reports `tokens_freed`.
     pub tokens: Option<TokenPrices>,
+}
+
+impl Summary {
+    /// Whether the writer stopped at its output budget (finish `max-tokens`, DSH's name, or
+    /// `length`, the OpenAI-compatible one): the text is cut off, never committed as a report.
+    pub fn truncated(&self) -> bool {
+        matches!(self.finish.as_deref(), Some("max-tokens" | "length"))
+    }
 }
 
 /// Token prices measured by the host's meter (DSH's `ctx.tokenMeter`).
@@ -390,12 +400,12 @@ impl Rewind {
     /// Steps 4 and 5: the summarizer's answer to the last [`Step::Summarize`].
     ///
     /// # Errors
-    /// `SUMMARIZE_FAILED` once every attempt came back empty; `SHRINK`.
+    /// `SUMMARIZE_FAILED` once every attempt came back empty or cut off; `SHRINK`.
     pub fn summarized(&mut self, summary: Summary) -> Result<Step> {
         let Phase::Summarize { request, attempt } = std::mem::replace(&mut self.phase, Phase::Over) else {
             return Err(self.out_of_order("a summary"));
         };
-        if summary.text.trim().is_empty() {
+        if summary.text.trim().is_empty() || summary.truncated() {
             if attempt < self.options.max_summarization_retries {
                 let step = Step::Summarize {
                     request: request.clone(),
@@ -608,6 +618,12 @@ fn empty_completion_message(retries: u32, last: &Summary) -> String {
         if let Some(r) = last.reasoning_tokens {
             detail.push_str(&format!(", reasoningTokens: {r}"));
         }
+    }
+    if last.truncated() && !last.text.trim().is_empty() {
+        return format!(
+            "rewind summarization was cut off at its output budget (maxTokens) after {retries} retries ({detail}); \
+             nothing was folded and the mark is still active"
+        );
     }
     format!(
         "rewind summarization produced no text report content after {retries} retries ({detail}); \

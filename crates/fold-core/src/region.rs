@@ -10,7 +10,13 @@
 //!    without a call id, the last assistant node when it has no tool call — a final answer,
 //!    which stays — or an unanswered one), or at the surface tail when there is none. Nothing after the current node is folded either:
 //!    those are results of the current step's other calls.
-//! 3. **Leading results** whose call was issued before the start:
+//! 3. **What came after the last tool work stays**: the region ends before the trailing run of
+//!    messages that are not tool work — assistant messages without a tool call (an answer the
+//!    model already wrote: the turn guard asks for the rewind only after the model replied) and
+//!    user messages that are not replacements (the guard's warning, a user's new message). An
+//!    answer is never folded away, so the model still sees, after the fold, that it answered. The
+//!    same holds where rule 5 ends the region early: it never ends on an answer.
+//! 4. **Leading results** whose call was issued before the start:
 //!    - the call is unknown or off the surface (an orphan): skipped, never folded alone;
 //!    - the call's assistant node issued only that call, or none of its other results follows
 //!      (the mark was taken mid-call: the checkpoint runs between its own call and result):
@@ -19,11 +25,11 @@
 //!    - the call's assistant node issued several calls and another of its results follows
 //!      (exploration issued in parallel with the checkpoint): the whole assistant node and all
 //!      its results join the fold, so no call is left on the surface without its result.
-//! 4. **Pairing closure**, to a fixed point: a result inside whose call stands before the start
+//! 5. **Pairing closure**, to a fixed point: a result inside whose call stands before the start
 //!    pulls the start back to that call; an assistant node inside with a call that has no result
 //!    yet, or whose result lies past the end, pulls the end in to just before it ("the last
 //!    closed cut").
-//! 5. Nothing left → `EMPTY_REGION` ("no surface nodes after the checkpoint mark" when no node
+//! 6. Nothing left → `EMPTY_REGION` ("no surface nodes after the checkpoint mark" when no node
 //!    stands for an event after the mark, else "... between the checkpoint mark and the rewind
 //!    call", as the reference words both) or, when the closure ate the region, `UNBALANCED`.
 //!
@@ -31,7 +37,7 @@
 //! result its call (the OpenAI-compatible APIs reject anything else).
 
 use crate::error::{FoldError, Result};
-use crate::surface::{Kind, Surface};
+use crate::surface::{Kind, Node, Surface};
 
 pub const NOTHING_AFTER_MARK: &str = "no surface nodes after the checkpoint mark";
 pub const NOTHING_BEFORE_REWIND: &str = "no surface nodes between the checkpoint mark and the rewind call";
@@ -73,12 +79,17 @@ pub fn select(surface: &Surface, anchor: u64) -> Result<Region> {
         return Err(empty(NOTHING_AFTER_MARK));
     };
     // 2. end: the current step's assistant node.
-    let limit = surface.current.unwrap_or(nodes.len());
+    let mut limit = surface.current.unwrap_or(nodes.len());
+    // 3. what came after the investigation's last tool work stays on the surface (again after the
+    // closure, which may end the region just after an answer).
+    while limit > first && stays(&nodes[limit - 1]) {
+        limit -= 1;
+    }
     if first >= limit {
         return Err(empty(NOTHING_BEFORE_REWIND));
     }
 
-    // 3. leading results whose call was issued before the start.
+    // 4. leading results whose call was issued before the start.
     let mut start = first;
     while start < limit && nodes[start].kind == Kind::ToolResult {
         match surface.opener_pos[start] {
@@ -98,7 +109,7 @@ pub fn select(surface: &Surface, anchor: u64) -> Result<Region> {
         return Err(empty(NOTHING_BEFORE_REWIND));
     }
 
-    // 4. pairing closure.
+    // 5. pairing closure.
     let mut end = limit;
     loop {
         let (mut new_start, mut new_end) = (start, end);
@@ -124,6 +135,10 @@ pub fn select(surface: &Surface, anchor: u64) -> Result<Region> {
             break;
         }
     }
+    // The closure may have cut the end back to just after an answer: it stays too (rule 3).
+    while end > start && stays(&nodes[end - 1]) {
+        end -= 1;
+    }
     if start >= end {
         return Err(FoldError::Unbalanced(
             "the fold region cannot be cut at a balanced boundary: the exploration since the checkpoint mark \
@@ -141,6 +156,17 @@ pub fn select(surface: &Surface, anchor: u64) -> Result<Region> {
         seqs,
         folded_chars,
     })
+}
+
+/// Whether a node at the region's tail stays out of it (rule 3): an assistant message without a
+/// tool call (an answer), or a user message that is not a replacement (its origin is its own seq;
+/// a compaction or an earlier report stands for older events and is folded like them).
+fn stays(node: &Node) -> bool {
+    match node.kind {
+        Kind::Assistant => node.opens == 0,
+        Kind::User => node.origin == node.seq,
+        _ => false,
+    }
 }
 
 /// Whether selecting again on `surface` gives exactly `seqs` (the commit-time check).

@@ -514,7 +514,7 @@ fn a_user_message_that_arrived_after_the_request_inside_the_range_makes_it_stale
     let (code, msg) = s.rejected(&["A"], request);
     assert_eq!(code, "STALE");
     assert!(
-        msg.contains(&format!("seq {u}")) && msg.contains("block_summary again"),
+        msg.contains(&format!("seq {u}")) && msg.contains("write the summary again"),
         "{msg}"
     );
     // Requested after it arrived: the model read it, the summary keeps it.

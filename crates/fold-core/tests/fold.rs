@@ -464,7 +464,7 @@ fn an_already_folded_mark_is_an_empty_region() {
     let mut host = exploration();
     drive(&store, &mut host).unwrap();
     // One fold per mark: even with new exploration on the surface.
-    host.nodes.insert(4, user(15, 40));
+    host.nodes.insert(4, node(15, Kind::Other, 40));
     host.event_count = 16;
     let err = drive(&store, &mut host).unwrap_err();
     assert_eq!(err.code(), "EMPTY_REGION", "{err}");
@@ -565,6 +565,42 @@ fn empty_completions_are_retried_then_summarize_failed_with_finish_and_usage() {
             "no text report content after 2 retries (finish: length, outputTokens: 512, reasoningTokens: 498)"
         ),
         "{msg}"
+    );
+    assert!(host.commits.is_empty());
+    assert_untouched(&host);
+    assert_still_active(&store);
+    assert_unlocked(SESSION);
+}
+
+#[test]
+fn a_report_cut_off_at_its_budget_is_retried_and_never_committed() {
+    let _serial = serial();
+    let (_dir, store, _) = marked();
+    let cut = |finish: &str| {
+        Reply::Text(Summary {
+            text: "## Findings\n- the parser drops the last tok".into(),
+            finish: Some(finish.into()),
+            output_tokens: Some(1024),
+            ..Summary::default()
+        })
+    };
+    // Cut off, then whole: the whole one is committed.
+    let mut host = exploration().replying([cut("max-tokens"), text("R: whole")]);
+    let result = drive_session(&store, SESSION, &mut host, retries(2)).unwrap();
+    assert_eq!(host.attempts, [0, 1]);
+    assert_eq!(host.commits.len(), 1);
+    assert_eq!(result.report_chars, 8);
+    // Cut off every time ("length" too): SUMMARIZE_FAILED, nothing written.
+    let (_dir, store, _) = marked();
+    let mut host = exploration().replying([cut("length"), cut("max-tokens"), text("never asked for")]);
+    let err = drive_session(&store, SESSION, &mut host, retries(1)).unwrap_err();
+    assert_eq!(err.code(), "SUMMARIZE_FAILED", "{err}");
+    assert_eq!(host.attempts, [0, 1]);
+    assert!(
+        err.to_string().contains(
+            "cut off at its output budget (maxTokens) after 1 retries (finish: max-tokens, outputTokens: 1024)"
+        ),
+        "{err}"
     );
     assert!(host.commits.is_empty());
     assert_untouched(&host);

@@ -181,13 +181,26 @@ fn an_open_call_at_the_tail_ends_the_region_at_the_last_closed_cut() {
         res(11, 9),
         asst(13, 1),
     ];
-    assert_eq!(folded(&surface(Some(13), &nodes), 3), [4, 6, 7]);
+    // The last closed cut falls right after 7, an assistant message without a call (an answer):
+    // it stays with what follows it.
+    assert_eq!(folded(&surface(Some(13), &nodes), 3), [4, 6]);
     // Without a rewind node: the open step itself is taken as current, same cut.
-    assert_eq!(folded(&surface(None, &nodes[..8]), 3), [4, 6, 7]);
+    assert_eq!(folded(&surface(None, &nodes[..8]), 3), [4, 6]);
     // Closed steps after the open call are not folded either: the region is contiguous.
     let mut later = nodes[..8].to_vec();
     later.extend([user(14), asst(15, 1), res(17, 15), asst(18, 1)]);
-    assert_eq!(folded(&surface(Some(18), &later), 3), [4, 6, 7]);
+    assert_eq!(folded(&surface(Some(18), &later), 3), [4, 6]);
+    // A cut that leaves only an answer before the open call folds nothing: UNBALANCED.
+    let nodes = [
+        user(0),
+        asst(1, 1),
+        res(3, 1),
+        asst(4, 0),
+        asst(5, 2),
+        res(6, 5),
+        asst(8, 1),
+    ];
+    assert_eq!(rejected(&surface(Some(8), &nodes), 3).0, "UNBALANCED");
 }
 
 #[test]
@@ -279,14 +292,15 @@ fn an_orphan_as_the_only_node_is_an_empty_region() {
 
 #[test]
 fn orphans_inside_the_region_are_folded_with_it() {
-    // Only leading orphans are skipped; one after real exploration goes with the fold.
+    // Only leading orphans are skipped; one after real exploration goes with the fold (the
+    // answer after it stays).
     let nodes = [user(0), user(2), res(4, 3), asst(5, 0), asst(6, 1)];
-    assert_eq!(folded(&surface(Some(6), &nodes), 2), [2, 4, 5]);
+    assert_eq!(folded(&surface(Some(6), &nodes), 2), [2, 4]);
 }
 
 #[test]
 fn a_result_whose_call_stands_before_the_start_pulls_the_start_back_to_it() {
-    // Rule 4 of region.rs, on surfaces no DSH host writes (something between a call and its
+    // Rule 5 of region.rs, on surfaces no DSH host writes (something between a call and its
     // result). A user message among a parallel step's results: the step joins whole.
     let nodes = [user(0), asst(1, 2), res(2, 1), user(3), res(4, 1), asst(5, 1)];
     assert_eq!(folded(&surface(Some(5), &nodes), 3), [1, 2, 3, 4]);
@@ -299,12 +313,12 @@ fn a_result_whose_call_stands_before_the_start_pulls_the_start_back_to_it() {
 
 #[test]
 fn without_any_assistant_message_the_fold_runs_to_the_tail() {
-    let nodes = [user(0), user(1), node(2, Kind::Other, 7), user(3)];
+    let nodes = [user(0), user(1), node(2, Kind::Other, 7), replacement(4, 3)];
     let s = surface(None, &nodes);
     assert_eq!(s.current, None);
     let r = select(&s, 1);
-    assert_eq!((r.seqs.as_slice(), r.end_pos), ([1, 2, 3].as_slice(), 4));
-    assert_eq!(r.folded_chars, 27);
+    assert_eq!((r.seqs.as_slice(), r.end_pos), ([1, 2, 4].as_slice(), 4));
+    assert_eq!(r.folded_chars, 32);
     // Closed assistant steps and no rewind node: also to the tail.
     let nodes = [user(0), user(1), asst(2, 1), res(3, 2)];
     let s = surface(None, &nodes);
@@ -320,6 +334,87 @@ fn without_a_rewind_node_a_final_answer_stays() {
     let s = surface(None, &nodes);
     assert_eq!(s.current, Some(4));
     assert_eq!(folded(&s, 1), [1, 2, 3]);
+}
+
+#[test]
+fn an_answer_written_before_the_rewind_stays_with_what_follows_it() {
+    // The turn guard's case: 1 user request, 2 assistant[checkpoint], 4 its result (mark at 3),
+    // 5 assistant[read], 7 read result, 8 the answer (no tool call), 9 the guard's warning,
+    // 10 assistant[rewind]. The answer and the warning stay: the model still sees it answered.
+    let nodes = [
+        user(1),
+        asst(2, 1),
+        res(4, 2),
+        asst(5, 1),
+        res(7, 5),
+        asst(8, 0),
+        user(9),
+        asst(10, 1),
+    ];
+    let r = select(&surface(Some(10), &nodes), 3);
+    assert_eq!((r.seqs.as_slice(), r.end_pos), ([5, 7].as_slice(), 5));
+    // A user's new message after the last tool work stays too, and so do several answers.
+    let nodes = [
+        user(1),
+        asst(2, 1),
+        res(4, 2),
+        asst(5, 1),
+        res(7, 5),
+        asst(8, 0),
+        user(9),
+        asst(11, 0),
+        user(12),
+        asst(13, 1),
+    ];
+    assert_eq!(folded(&surface(Some(13), &nodes), 3), [5, 7]);
+    // An answer between two stretches of tool work is part of the investigation.
+    let nodes = [
+        user(1),
+        asst(2, 1),
+        res(4, 2),
+        asst(5, 1),
+        res(7, 5),
+        asst(8, 0),
+        user(9),
+        asst(10, 1),
+        res(11, 10),
+        asst(12, 1),
+    ];
+    assert_eq!(folded(&surface(Some(12), &nodes), 3), [5, 7, 8, 9, 10, 11]);
+    // Without a rewind node (a direct rewind), the same.
+    let nodes = [
+        user(1),
+        asst(2, 1),
+        res(4, 2),
+        asst(5, 1),
+        res(7, 5),
+        asst(8, 0),
+        user(9),
+    ];
+    assert_eq!(folded(&surface(None, &nodes), 3), [5, 7]);
+}
+
+#[test]
+fn only_an_answer_after_the_mark_is_an_empty_region() {
+    // The model checkpointed, answered without any tool work, then rewound: nothing to fold.
+    let nodes = [user(1), asst(2, 1), res(4, 2), asst(5, 0), user(6), asst(7, 1)];
+    let (code, msg) = rejected(&surface(Some(7), &nodes), 3);
+    assert_eq!((code, msg.as_str()), ("EMPTY_REGION", NOTHING_BEFORE_REWIND));
+}
+
+#[test]
+fn a_replacement_at_the_tail_is_folded_not_kept() {
+    // An earlier report or a compaction over the investigation's tail stands for tool work.
+    let nodes = [
+        user(1),
+        asst(2, 1),
+        res(4, 2),
+        asst(5, 1),
+        res(7, 5),
+        replacement(12, 8),
+        asst(13, 1),
+    ];
+    assert_eq!(folded(&surface(Some(13), &nodes), 3), [5, 7, 12]);
 }
 
 #[test]
@@ -420,7 +515,7 @@ fn still_matches_the_same_surface_and_not_a_changed_one() {
     let tail = [user(0), user(1), asst(2, 1), res(3, 2)];
     let r = select(&surface(None, &tail), 1);
     assert!(!region::still_matches(
-        &surface(None, &[&tail[..], &[user(4)]].concat()),
+        &surface(None, &[&tail[..], &[node(4, Kind::Other, 5)]].concat()),
         1,
         &r.seqs
     ));

@@ -45,7 +45,7 @@ enum Step {
     /// node loses results: an open call; or its results lose their call: orphans), but it never
     /// ends between an assistant node before it and that node's later results: a replacement
     /// standing between a call and its answer is a surface no host produces (and no API accepts:
-    /// tool messages must follow their call). On such a surface `select` documents (rule 4) that
+    /// tool messages must follow their call). On such a surface `select` documents (rule 5) that
     /// it pulls the start back to the call and answers `UNBALANCED` when that call is open, even
     /// if the replacement alone could be folded; the oracle here would call that unjustified.
     Compact {
@@ -332,6 +332,16 @@ impl<'a> Oracle<'a> {
         u64::from(self.nodes[i].origin) >= self.anchor
     }
 
+    /// An answer (an assistant node without calls) or a user message that is not a replacement.
+    fn stays(&self, i: usize) -> bool {
+        let n = &self.nodes[i];
+        match n.kind {
+            Kind::Assistant => n.opens == 0,
+            Kind::User => n.origin == n.seq,
+            _ => false,
+        }
+    }
+
     fn is_result(&self, i: usize) -> bool {
         self.nodes[i].kind == Kind::ToolResult
     }
@@ -416,6 +426,14 @@ impl<'a> Oracle<'a> {
                 ));
             }
         }
+        // What came after the last tool work stays: the region never ends on it.
+        if self.stays(e - 1) {
+            return Some(format!(
+                "ends on {:?} at {}, which stays",
+                self.nodes[e - 1].kind,
+                e - 1
+            ));
+        }
         // No foldable node after the mark is passed over at the start.
         if let Some(i) = (0..s).find(|&i| self.after_mark(i) && !self.skippable(i)) {
             return Some(format!("starts after the foldable node at {i}"));
@@ -480,9 +498,16 @@ fn check(case: &Case) -> Result<(), TestCaseError> {
     let sparse = Surface::decode(&Surface::encode(u32::MAX - 1, built.current, &built.nodes, &[]))
         .map_err(|e| TestCaseError::fail(format!("huge eventCount rejected: {e}")))?;
     prop_assert_eq!((&sparse.nodes, sparse.current), (&surface.nodes, surface.current));
-    let limit = surface.current.unwrap_or(nodes.len());
-
     let anchor = anchor_for(case, &built);
+    // The end: the current node (or the tail), before the trailing run of what stays — answers
+    // (assistant nodes without calls) and user messages that are not replacements — but never
+    // before the first node after the mark.
+    let first = nodes.iter().position(|n| u64::from(n.origin) >= anchor);
+    let mut limit = surface.current.unwrap_or(nodes.len());
+    while first.is_some_and(|f| limit > f) && Oracle::new(nodes, anchor, limit).stays(limit - 1) {
+        limit -= 1;
+    }
+
     let oracle = Oracle::new(nodes, anchor, limit);
     prop_assert_eq!(region::select(&sparse, anchor), region::select(&surface, anchor));
     match region::select(&surface, anchor) {
