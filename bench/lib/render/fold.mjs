@@ -99,40 +99,42 @@ function foldTable(F) {
 
 /** Each iteration's ratios over the same iteration's. @param {any} F */
 function foldPairedRatios(F) {
-  const L = []
-  L.push('Paired ratios (each iteration\'s figures over the same iteration\'s):', '')
-  L.push('| session | baseline / warm | baseline cold / cold | warm / floor |', '|---|---|---|---|')
-  for (const s of F.sizes) {
-    const p = s.paired
-    const r = (/** @type {any} */ x) => (x ? `${fmtX(x.median)} [${fmtX(x.p10)}–${fmtX(x.p90)}]` : '—')
-    L.push(`| ${s.events} events, ${shape(s)} | ${r(p.baselineOverWarm)} | ${r(p.baselineColdOverCold)} | ${r(p.warmOverAppend)} |`)
-  }
-  L.push('')
-  return L
+  const r = (/** @type {any} */ x) => (x ? `${fmtX(x.median)} [${fmtX(x.p10)}–${fmtX(x.p90)}]` : '—')
+  return perSessionTable(F, 'Paired ratios (each iteration\'s figures over the same iteration\'s):', ['baseline / warm', 'baseline cold / cold', 'warm / floor'], (s) => [
+    r(s.paired.baselineOverWarm),
+    r(s.paired.baselineColdOverCold),
+    r(s.paired.warmOverAppend),
+  ])
 }
 
 /** Where a warm fold spends its time: host callbacks in JS and the addon's own part. @param {any} F */
 function foldTimeSplit(F) {
-  const L = []
-  L.push('Where a warm dsh-fold fold spends its time (host callbacks in JS — with a mirror, the addon calls `snapshot` only for a fold that waited for its mark; "commit" is DSH\'s append with the mirror\'s listener; "addon" is the rest: argument conversion, mark lookup, selection on the mirror, the continuation after the summarizer, settling, queueing the stamp):', '')
-  L.push('| session | snapshot (JS) | summarize (JS) | commit (JS: append) | addon |', '|---|---|---|---|---|')
-  for (const s of F.sizes) {
-    const p = s.warmParts
-    L.push(`| ${s.events} events, ${shape(s)} | ${fmtSpread(p.snapshot)} | ${fmtSpread(p.summarize)} | ${fmtSpread(p.commit)} | ${fmtSpread(p.addon)} |`)
-  }
-  L.push('')
-  return L
+  return perSessionTable(
+    F,
+    'Where a warm dsh-fold fold spends its time (host callbacks in JS — with a mirror, the addon calls `snapshot` only for a fold that waited for its mark; "commit" is DSH\'s append with the mirror\'s listener; "addon" is the rest: argument conversion, mark lookup, selection on the mirror, the continuation after the summarizer, settling, queueing the stamp):',
+    ['snapshot (JS)', 'summarize (JS)', 'commit (JS: append)', 'addon'],
+    (s) => [s.warmParts.snapshot, s.warmParts.summarize, s.warmParts.commit, s.warmParts.addon].map(fmtSpread),
+  )
 }
 
 /** Process CPU time per fold, every variant. @param {any} F */
 function foldCpuTable(F) {
-  const L = []
-  L.push('Process CPU time per fold (all threads, background GC included):', '')
-  L.push('| session | baseline | dsh-fold warm | baseline cold | dsh-fold cold | dsh-fold fresh | DSH append |', '|---|---|---|---|---|---|---|')
-  for (const s of F.sizes) {
-    const v = s.variants
-    L.push(`| ${s.events} events, ${shape(s)} | ${fmtSpread(v.baseline.cpu)} | ${fmtSpread(v['ours-warm'].cpu)} | ${fmtSpread(v['baseline-cold'].cpu)} | ${fmtSpread(v['ours-cold'].cpu)} | ${fmtSpread(v['ours-fresh'].cpu)} | ${fmtSpread(v.append.cpu)} |`)
-  }
+  return perSessionTable(
+    F,
+    'Process CPU time per fold (all threads, background GC included):',
+    ['baseline', 'dsh-fold warm', 'baseline cold', 'dsh-fold cold', 'dsh-fold fresh', 'DSH append'],
+    (s) => ['baseline', 'ours-warm', 'baseline-cold', 'ours-cold', 'ours-fresh', 'append'].map((k) => fmtSpread(s.variants[k].cpu)),
+  )
+}
+
+/**
+ * A table with a row per session: the paragraph before it, its columns after "session", and each
+ * row's cells after the session's name.
+ * @param {any} F @param {string} intro @param {string[]} columns @param {(s: any) => string[]} cells
+ */
+function perSessionTable(F, intro, columns, cells) {
+  const L = [intro, '', `| session | ${columns.join(' | ')} |`, `|---|${columns.map(() => '---|').join('')}`]
+  for (const s of F.sizes) L.push(`| ${s.events} events, ${shape(s)} | ${cells(s).join(' | ')} |`)
   L.push('')
   return L
 }
