@@ -229,6 +229,14 @@ export interface BlockCommitPlan {
   tokens?: number
 }
 
+/**
+ * Resolves once this process has no file work left on the store: every call made before it
+ * (awaited or not), a fold's stamp and its retries, a background load, a journal fold. What a
+ * checkpoint plugin calls when it is disposed, and what a program calls before it removes the
+ * store's folder. The store stays usable: a later call opens it again.
+ */
+export declare function closeStore(store: StoreRef): Promise<void>
+
 /** One item of the summary: a run of range positions and what becomes of it. */
 export interface CompactionItem {
   /** `work`, `user`, `rewind-report`, `block-summary`, `compaction-summary` or `foreign-summary`. */

@@ -837,6 +837,7 @@ module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __n
 module.exports = nativeBinding
 module.exports.ReportFacts = nativeBinding.ReportFacts
 module.exports.SessionMirror = nativeBinding.SessionMirror
+module.exports.closeStore = nativeBinding.closeStore
 module.exports.compactStore = nativeBinding.compactStore
 module.exports.completeFold = nativeBinding.completeFold
 module.exports.decodeZstd = nativeBinding.decodeZstd

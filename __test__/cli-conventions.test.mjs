@@ -71,6 +71,19 @@ describe('dsh-fold conventions', () => {
     for (const verb of SUBCOMMANDS) assert.match(all.stdout, new RegExp(`dsh-fold ${verb}\\b`))
   })
 
+  test('each usage line brackets what is optional: every synopsis is docs/cli.md\'s, `try`\'s TASK included', async () => {
+    // docs/cli.md gives each subcommand's synopsis in a code block; the command's own usage
+    // (its --help and the overview) must say the same, brackets and all.
+    const page = readFileSync(path.join(ROOT, 'docs', 'cli.md'), 'utf8')
+    const all = (await cli(['--help'])).stdout
+    for (const verb of SUBCOMMANDS) {
+      const first = (await cli([verb, '--help'])).stdout.split('\n')[0].replace(/^Usage: /, '')
+      assert.ok(page.includes(`\n${first}\n`), `${verb}: the usage line is not docs/cli.md's synopsis:\n${first}`)
+      assert.ok(all.includes(`  ${first}\n`), `${verb}: the overview shows another usage line than --help:\n${first}`)
+    }
+    assert.match((await cli(['try', '--help'])).stdout, /^Usage: dsh-fold try .* \["TASK"\]\n/, 'TASK is optional: without DEEPSEEK_API_KEY the scripted task runs')
+  })
+
   test('--version prints the package version, exit 0', async () => {
     for (const args of [['--version'], ['-V']]) {
       const r = await cli(args)

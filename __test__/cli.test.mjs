@@ -57,7 +57,9 @@ function cli(/** @type {string[]} */ args, /** @type {Record<string, string>} */
       let stderr = ''
       child.stdout.setEncoding('utf8').on('data', (d) => (stdout += d))
       child.stderr.setEncoding('utf8').on('data', (d) => (stderr += d))
-      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000)
+      // A net for a command that hangs, not a time limit: under load (2 cores shared by several
+      // runs) a command starting with DSH's packages took over 20 s.
+      const timer = setTimeout(() => child.kill('SIGKILL'), 120_000)
       child.on('error', reject)
       child.on('close', (code, signal) => {
         clearTimeout(timer)

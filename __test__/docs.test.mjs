@@ -4,7 +4,9 @@
  * no DSH_HOME (so `~/.dsh`), a private TMPDIR, a PATH of this Node and the system's, no DSH_*,
  * DEEPSEEK_* or npm_* variables from the caller (the machine's TLS trust and proxy variables are
  * kept: they are the machine's). Downloads go through caches shared between runs
- * (`npm_config_cache`, pnpm's `store-dir` and `DSH_FOLD_CACHE` in the test cache), so
+ * (`npm_config_cache`, pnpm's `store-dir` and `DSH_FOLD_CACHE` in the test cache, the tools
+ * cache `DSH_FOLD_TARGETS_CACHE` when set; the rehearsal registry in the sandbox's own
+ * `DSH_FOLD_REHEARSAL_DIR`), so
  * the blocks install for real and fast: `npm install … node@22 pnpm@10`, the host with pnpm,
  * dsh-fold into profiles.
  *
@@ -20,30 +22,35 @@
  *   sandbox's HOME reads as `~`;
  * - on a `text` block, `<!-- test: output-of NAME [ARGS] -->` — it must equal what generator NAME
  *   produces now (DSH_FOLD_UPDATE_DOCS=1 rewrites the block in the page and its Chinese twin).
- * Until dsh-fold is published, `dsh plugin … add dsh-fold` and `npm install … dsh-fold` install
- * the checkout's packed tarballs instead of the registry name (listed too). Each block runs with
+ * The pages say how dsh-fold installs today (the checkout's `npm run pack` tarballs, as step 4 of
+ * the README); a by-name `add dsh-fold` is marked skip until dsh-fold is published, so every
+ * command that runs here runs as written. Each block runs with
  * `bash -e -o pipefail`; its exported variables and working folder carry over to the next block
  * of the page, and the README's final state is where each docs page starts.
  *
  * Also checked: the README stays within 300 lines (en and zh), every relative link of every page
- * points at a file (and heading) that exists, and docs/economics-demo.svg is what
- * `dsh-fold economics --svg` writes for the demo's log now.
+ * points at a file (and heading) that exists, docs/economics-demo.svg is what
+ * `dsh-fold economics --svg` writes for the demo's log now, and every figure a page quotes from a
+ * generated table is still its source's: a table marked `<!-- test: rows-from FILE -->` is made
+ * of FILE's rows, and from `<!-- test: figures-from SOURCE… [in column N] -->` to the next
+ * heading every figure is one of the sources' (__test__/helpers/figures.mjs).
  */
 import assert from 'node:assert/strict'
 import { spawn, spawnSync } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 
+import { killGroup, stopGroup } from '../bin/host/launch.mjs'
 import { anchorsOf, blocksOf, matchesExcerpt } from './helpers/markdown.mjs'
 
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 const SKIP = process.env.DSH_FOLD_SKIP_E2E ? 'DSH_FOLD_SKIP_E2E is set: the docs install a real DSH host' : false
 /** The pages in reading order; a page not named here (a new one) runs after them, so none is left out. */
-const ORDER = ['index', 'host', 'fold', 'recall', 'block-mode', 'compaction', 'economics', 'cli', 'store', 'performance', 'reliability', 'differences', 'building']
+const ORDER = ['index', 'host', 'fold', 'recall', 'block-mode', 'compaction', 'economics', 'cli', 'store', 'performance', 'reliability', 'differences', 'building', 'releasing']
 const PAGES = [
   'README.md',
   ...ORDER.map((p) => `docs/${p}.md`),
@@ -93,8 +100,6 @@ describe('the README and docs pages, run as written', { skip: SKIP }, () => {
   let tmp
   /** @type {string} */
   let home
-  /** @type {{root: string, platform: string}} */
-  let tarballs
   /** @type {Record<string, string>} */
   let baseEnv
   /** The state file carrying exported variables between blocks, and the working folder. */
@@ -105,7 +110,6 @@ describe('the README and docs pages, run as written', { skip: SKIP }, () => {
 
   before(async () => {
     const { CACHE, ensureHost } = await import('./e2e/harness/install.mjs')
-    const { pack } = await import('../scripts/pack.mjs')
     ensureHost() // the pinned host `try` falls back to, from the test cache
     tmp = mkdtempSync(path.join(tmpdir(), 'dsh-fold-docs-'))
     home = path.join(tmp, 'home')
@@ -115,7 +119,6 @@ describe('the README and docs pages, run as written', { skip: SKIP }, () => {
     // pnpm's global config: its package store in the test cache, so the host installs from it.
     mkdirSync(path.join(home, '.config', 'pnpm'), { recursive: true })
     writeFileSync(path.join(home, '.config', 'pnpm', 'rc'), `store-dir=${path.join(CACHE, 'pnpm-store')}\n`)
-    tarballs = pack(path.join(tmp, 'pack'))
     baseEnv = {
       HOME: home,
       USER: process.env.USER ?? 'user',
@@ -127,7 +130,11 @@ describe('the README and docs pages, run as written', { skip: SKIP }, () => {
       // The machine's TLS trust and proxies are the machine's, not the user's: kept.
       ...Object.fromEntries(Object.entries(process.env).filter(([k]) => /^(NODE_EXTRA_CA_CERTS|SSL_CERT_FILE|SSL_CERT_DIR|https?_proxy|HTTPS?_PROXY|no_proxy|NO_PROXY)$/.test(k))),
       DSH_FOLD_CACHE: CACHE,
+      // releasing.md's rehearsals write their registry here, not into the checkout's target/,
+      // where npm test's own rehearsal left its transcript.
+      DSH_FOLD_REHEARSAL_DIR: path.join(tmp, 'rehearsal'),
       ...(process.env.CARGO_HOME ? { CARGO_HOME: process.env.CARGO_HOME } : {}),
+      ...(process.env.DSH_FOLD_TARGETS_CACHE ? { DSH_FOLD_TARGETS_CACHE: process.env.DSH_FOLD_TARGETS_CACHE } : {}),
       ...(process.env.RUSTUP_HOME ? { RUSTUP_HOME: process.env.RUSTUP_HOME } : {}),
     }
     state = path.join(tmp, 'state.sh')
@@ -158,13 +165,11 @@ describe('the README and docs pages, run as written', { skip: SKIP }, () => {
         let stdout = ''
         let stderr = ''
         let done = false
-        const kill = (/** @type {NodeJS.Signals} */ sig) => {
-          try {
-            if (child.pid) process.kill(-child.pid, sig)
-          } catch {
-            // the group is gone
-          }
-        }
+        let stopping = false
+        /** @type {Promise<void>} */
+        const closed = new Promise((resolveClosed) => child.on('close', () => resolveClosed()))
+        // A block's processes (a server, a host) are stopped the one graceful way (bin/host/launch.mjs).
+        const stop = () => child.pid && stopGroup(child.pid, closed)
         const finish = (/** @type {number | null} */ code) => {
           if (done) return
           done = true
@@ -173,39 +178,23 @@ describe('the README and docs pages, run as written', { skip: SKIP }, () => {
         }
         child.stdout.setEncoding('utf8').on('data', (d) => {
           stdout += d
-          if (server?.test(stdout)) {
-            kill('SIGTERM')
-            setTimeout(() => kill('SIGKILL'), 5000).unref()
-            finish(0)
+          // A server that is up is stopped; the block ends (passes) once its processes are gone.
+          if (server?.test(stdout) && !stopping) {
+            stopping = true
+            stop()
           }
         })
         child.stderr.setEncoding('utf8').on('data', (d) => (stderr += d))
         const timer = setTimeout(() => {
-          kill('SIGKILL')
+          stop()
           finish(null)
         }, 600_000)
         child.on('close', (code) => {
-          if (server) kill('SIGKILL')
+          if (child.pid) killGroup(child.pid, 'SIGKILL') // what the block left in its group
           finish(server ? (server.test(stdout) ? 0 : code ?? 1) : code)
         })
       })
     )
-  }
-
-  /** The block's text with the unpublished name replaced by the packed tarballs (and what was replaced). @param {string} body */
-  function substitute(body) {
-    const both = `${tarballs.root} ${tarballs.platform}`
-    let changed = ''
-    const out = body
-      .replace(/^(dsh plugin --profile \S+ add) dsh-fold$/gm, (_m, cmd) => {
-        changed = 'the registry name dsh-fold → the checkout\'s packed tarballs (dsh-fold is not published yet)'
-        return `${cmd} ${both}`
-      })
-      .replace(/^(npm install .*) dsh-fold$/gm, (_m, cmd) => {
-        changed = 'the registry name dsh-fold → the checkout\'s packed tarballs (dsh-fold is not published yet)'
-        return `${cmd} ${both}`
-      })
-    return { out, changed }
   }
 
   for (const page of PAGES) {
@@ -228,8 +217,6 @@ describe('the README and docs pages, run as written', { skip: SKIP }, () => {
           listed.push(`${where} skipped: ${block.marker.replace(/^skip\s*/, '')}`)
           continue
         }
-        const { out, changed } = substitute(block.body)
-        if (changed) listed.push(`${where}: ${changed}`)
         const env = { ...baseEnv }
         /** @type {Awaited<ReturnType<typeof import('../bin/host/model-server.mjs').startModelServer>> | null} */
         let model = null
@@ -238,7 +225,7 @@ describe('the README and docs pages, run as written', { skip: SKIP }, () => {
           model = await startModelServer(docsModel())
           Object.assign(env, { DEEPSEEK_BASE_URL: model.url, DEEPSEEK_API_KEY: 'sk-docs-test' })
         }
-        let script = out
+        let script = block.body
         let server
         if (block.marker.startsWith('server ')) {
           server = new RegExp(block.marker.slice('server '.length))
@@ -308,6 +295,40 @@ describe('generated and structural checks of the docs', () => {
         writeFileSync(path.join(ROOT, f), lines.join('\n'))
       }
     }
+  })
+
+  test('figures quoted from generated tables are what the tables say now (rows-from, figures-from)', async () => {
+    const { checkedText, figuresIn, markedBlocks, quotes, tableRows } = await import('./helpers/figures.mjs')
+    const { X64_BINARY_BUDGET, binaryName } = await import('../scripts/targets.mjs')
+    /** A source's text: a repository file, or `addon-binary` (the x64 addon's size). @param {string} name */
+    const sourceText = (name) => {
+      if (name !== 'addon-binary') return readFileSync(path.join(ROOT, name), 'utf8')
+      const binary = path.join(ROOT, binaryName(X64_BINARY_BUDGET.target))
+      assert.ok(existsSync(binary), `addon-binary: no x64 Linux addon at ${binary} (npm install builds it)`)
+      return `${statSync(binary).size} bytes`
+    }
+    const problems = []
+    let checked = 0
+    for (const f of readdirSync(path.join(ROOT, 'docs')).filter((x) => x.endsWith('.md')).map((x) => `docs/${x}`).concat(['README.md', 'README.zh.md'])) {
+      for (const block of markedBlocks(readFileSync(path.join(ROOT, f), 'utf8'))) {
+        const source = block.sources.map(sourceText).join('\n')
+        if (block.kind === 'rows-from') {
+          const have = new Set(source.split('\n').map((l) => l.trim()))
+          const rows = block.lines.filter((l) => !/^\|[\s:|-]+\|$/.test(l.trim())).slice(1)
+          for (const row of rows) if (!have.has(row.trim())) problems.push(`${f}:${block.line}: a row not in ${block.sources.join(' ')}: ${row.slice(0, 120)}`)
+          checked += rows.length
+          continue
+        }
+        const have = figuresIn(source)
+        for (const figure of figuresIn(checkedText(block))) {
+          checked++
+          if (!quotes(figure, have)) problems.push(`${f}:${block.line}: ${figure.text} is not a figure of ${block.sources.join(' ')}`)
+        }
+      }
+    }
+    assert.deepEqual(problems, [], `${problems.length} quoted figures are not their source's (of ${checked} checked)`)
+    assert.ok(checked > 100, `only ${checked} figures checked: the markers are gone?`)
+    assert.ok(tableRows(['| a | b |']).length === 1)
   })
 
   test('docs/economics-demo.svg is what `dsh-fold economics --svg` writes for the demo log now', (t) => {

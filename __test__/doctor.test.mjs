@@ -7,11 +7,19 @@
  *
  * One healthy profile (every check ✓, exit 0), then one broken on purpose per check, each
  * asserting its ✗, the fix it prints, and exit 1; and doctor writes nothing anywhere.
+ *
+ * The registry doctor asks is always a local one (`npm_config_registry`, which the profile's pnpm
+ * reads too): a real verdaccio (scripts/registry.mjs) without dsh-fold unless a case says
+ * otherwise, so the install fixes are the checkout's route, as for users today. The registry
+ * cases: a verdaccio with dsh-fold published (the fixes turn to the by-name command, and running
+ * one installs it), one without, one that accepts and never answers and a closed port (offline:
+ * ✓, said so), one answering 503 (✗).
  */
 import assert from 'node:assert/strict'
-import { execFileSync, spawnSync } from 'node:child_process'
+import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { appendFileSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
@@ -47,6 +55,11 @@ describe('dsh-fold doctor on a real installed host', { skip: SKIP }, () => {
   let healthy
   /** The PATH a README user has: Node 22, the host's bin, pnpm, then the system's. */
   let userPath = ''
+  /** Local registries: verdaccio with dsh-fold published, verdaccio without it. */
+  /** @type {import('../scripts/registry.mjs').Registry} */
+  let withFold
+  /** @type {import('../scripts/registry.mjs').Registry} */
+  let withoutFold
 
   before(async () => {
     const { ensureReadmeHost } = await import('./helpers/readme-host.mjs')
@@ -57,9 +70,22 @@ describe('dsh-fold doctor on a real installed host', { skip: SKIP }, () => {
     tmp = mkdtempSync(path.join(tmpdir(), 'dsh-fold-doctor-'))
     tarballs = pack(path.join(tmp, 'pack'))
     userPath = [path.dirname(readme.node22), readme.hostBin, path.dirname(readme.pnpm), process.env.PATH].join(path.delimiter)
+    const { startRegistry, writeConfig } = await import('../scripts/registry.mjs')
+    const registries = ['with', 'without'].map((name) => {
+      writeConfig(path.join(tmp, `registry-${name}`))
+      return startRegistry(path.join(tmp, `registry-${name}`))
+    })
+    ;[withFold, withoutFold] = await Promise.all(registries)
+    const host = new URL(withFold.url).host
+    for (const tgz of [tarballs.platform, tarballs.root]) {
+      execFileSync('npm', ['publish', tgz, '--ignore-scripts', `--//${host}/:_authToken=doctor-test`], { env: { ...process.env, npm_config_registry: withFold.url }, stdio: ['ignore', 'ignore', 'pipe'] })
+    }
     healthy = makeHome('healthy')
   }, { timeout: 600_000 })
-  after(() => rmSync(tmp, { recursive: true, force: true }))
+  after(async () => {
+    await Promise.all([withFold?.stop(), withoutFold?.stop()])
+    rmSync(tmp, { recursive: true, force: true })
+  })
 
   /** A DSH home with profile headless, dsh-fold added by the host's own `dsh plugin add`, and the README's HMR row. @param {string} name */
   function makeHome(name) {
@@ -86,7 +112,7 @@ describe('dsh-fold doctor on a real installed host', { skip: SKIP }, () => {
    * @param {string} dshHome @param {{path?: string, env?: Record<string, string | undefined>, args?: string[]}} [options]
    */
   function doctor(dshHome, { path: PATH = userPath, env = {}, args = [] } = {}) {
-    const full = { ...process.env, HOME: path.dirname(dshHome), DSH_HOME: dshHome, PATH, ...env }
+    const full = { ...process.env, HOME: path.dirname(dshHome), DSH_HOME: dshHome, PATH, npm_config_registry: withoutFold.url, ...env }
     for (const [k, v] of Object.entries(env)) if (v === undefined) delete full[k]
     delete full.DSH_TOOLS_MODE
     if (env.DSH_TOOLS_MODE) full.DSH_TOOLS_MODE = env.DSH_TOOLS_MODE
@@ -112,7 +138,7 @@ describe('dsh-fold doctor on a real installed host', { skip: SKIP }, () => {
     const r = doctor(healthy)
     assert.equal(r.code, 0, r.stdout + r.stderr)
     assert.equal(r.report.ok, true)
-    assert.deepEqual(r.report.checks.map((/** @type {any} */ c) => c.id), ['node', 'host', 'launcher', 'profile', 'bundle', 'rows', 'compaction', 'profiles', 'block', 'preset', 'store', 'addon'])
+    assert.deepEqual(r.report.checks.map((/** @type {any} */ c) => c.id), ['node', 'host', 'launcher', 'profile', 'bundle', 'rows', 'compaction', 'profiles', 'block', 'preset', 'store', 'addon', 'registry'])
     for (const c of r.report.checks) assert.equal(c.ok, true, `${c.id}: ${c.label}`)
     assert.match(r.stdout, /^dsh-fold doctor: profile headless in /)
     assert.match(r.stdout, /✓ Node v22\./)
@@ -122,7 +148,8 @@ describe('dsh-fold doctor on a real installed host', { skip: SKIP }, () => {
     assert.match(r.stdout, /✓ addon: .*dsh-fold-linux-x64-gnu.*\.node loads/)
     assert.match(r.stdout, /✓ compaction: compaction-basic \(row compaction-basic, from @deepseek-ai\/dsh-base's bundle patch\); dsh-fold compaction enable --profile headless swaps in dsh-fold\/compaction; compacts at 0\.8 of the context window \(a 0\.16 tail kept\); one model call per compaction \(maxTokens 8192\)\n/)
     assert.match(r.stdout, /✓ other profiles: none in .*profiles\n/)
-    assert.match(r.stdout, /12 of 12 checks pass\n$/)
+    assert.match(r.stdout, new RegExp(`✓ registry ${withoutFold.url}: no dsh-fold there yet \\(404\\)`))
+    assert.match(r.stdout, /13 of 13 checks pass\n$/)
     assert.deepEqual(snapshot(path.dirname(healthy)), before, 'doctor wrote nothing')
   })
 
@@ -156,7 +183,7 @@ describe('dsh-fold doctor on a real installed host', { skip: SKIP }, () => {
 
   test('profile ✗ and bundle ✗: a profile that does not exist; one without dsh-fold; dsh-fold not listed', async () => {
     const r = doctor(healthy, { args: ['--profile', 'nope'] })
-    failsOnly(r, 'profile', /no profile nope in /, /dsh plugin --profile nope add dsh-fold/)
+    failsOnly(r, 'profile', /no profile nope in /, /^npm run pack && dsh plugin --profile nope add \.\/target\/pack\/\*\.tgz   \(in a dsh-fold checkout: http:\/\/127\.0\.0\.1:\d+\/ has no dsh-fold yet\)$/)
     assert.equal(r.checks.bundle.ok, false)
     const bare = copyHome('bare-profile')
     const { hostEnv, initProfile } = await import('../bin/host/launch.mjs')
@@ -167,7 +194,7 @@ describe('dsh-fold doctor on a real installed host', { skip: SKIP }, () => {
     const manifest = JSON.parse(readFileSync(manifestFile, 'utf8'))
     manifest.dsh.profile.bundles = manifest.dsh.profile.bundles.filter((/** @type {string} */ b) => b !== 'dsh-fold')
     writeFileSync(manifestFile, JSON.stringify(manifest, null, 2))
-    failsOnly(doctor(unlisted), 'bundle', /installed in profile headless but not listed in its dsh\.profile\.bundles/, /dsh plugin --profile headless add dsh-fold/)
+    failsOnly(doctor(unlisted), 'bundle', /installed in profile headless but not listed in its dsh\.profile\.bundles/, /^npm run pack && dsh plugin --profile headless add \.\/target\/pack\/\*\.tgz/)
   })
 
   test('rows ✗: a row disabled in the profile\'s own patch', () => {
@@ -203,7 +230,7 @@ describe('dsh-fold doctor on a real installed host', { skip: SKIP }, () => {
     failsOnly(r, 'profiles', /^other profiles: profile work does not start \("plugin\(s\) failed to load: dsh-fold\/compaction"\): it reads a dsh-fold\/compaction row from ~\/\.dsh\/cordis\.patch\.yml \(lines 5–9\), which every profile reads, and it does not have dsh-fold$/, /^delete lines 5–9 of ~\/\.dsh\/cordis\.patch\.yml \(the swap written where every profile reads it\)\ndsh-fold compaction enable --profile headless$/)
     assert.equal(r.checks.compaction.ok, true)
     assert.match(r.checks.compaction.label, /^compaction: dsh-fold\/compaction \(row compaction-fold, from ~\/\.dsh\/cordis\.patch\.yml\); .*; note: dsh-fold\/compaction is mounted from ~\/\.dsh\/cordis\.patch\.yml \(lines 5–9\), which every profile reads/)
-    assert.match(r.stdout, /11 of 12 checks pass\n$/)
+    assert.match(r.stdout, /12 of 13 checks pass\n$/)
     // ...and the broken one, checked, fails its own compaction check.
     const work = doctor(home, { args: ['--profile', 'work'] })
     assert.equal(work.checks.compaction.ok, false)
@@ -225,7 +252,7 @@ describe('dsh-fold doctor on a real installed host', { skip: SKIP }, () => {
     // The swap written by hand into a profile without dsh-fold.
     writeFileSync(path.join(home, 'profiles', 'work', 'cordis.patch.yml'), '- id: compaction-basic\n  disabled: true\n- insert:\n    - id: compaction-fold\n      name: dsh-fold/compaction\n')
     const r = doctor(home, { args: ['--profile', 'work'] })
-    failsOnly(r, 'compaction', /^compaction: profile work does not start \("plugin\(s\) failed to load: dsh-fold\/compaction"\): it reads a dsh-fold\/compaction row from ~\/\.dsh\/profiles\/work\/cordis\.patch\.yml and it does not have dsh-fold$/, /^delete lines 1–5 of ~\/\.dsh\/profiles\/work\/cordis\.patch\.yml   \(or add dsh-fold: dsh plugin --profile work add dsh-fold\)$/)
+    failsOnly(r, 'compaction', /^compaction: profile work does not start \("plugin\(s\) failed to load: dsh-fold\/compaction"\): it reads a dsh-fold\/compaction row from ~\/\.dsh\/profiles\/work\/cordis\.patch\.yml and it does not have dsh-fold$/, /^delete lines 1–5 of ~\/\.dsh\/profiles\/work\/cordis\.patch\.yml   \(or add dsh-fold: npm run pack && dsh plugin --profile work add \.\/target\/pack\/\*\.tgz\)$/)
     // Seen from headless, the same profile is the other one that would not start.
     const fromHeadless = doctor(home)
     failsOnly(fromHeadless, 'profiles', /^other profiles: profile work does not start/)
@@ -279,6 +306,59 @@ describe('dsh-fold doctor on a real installed host', { skip: SKIP }, () => {
     for (const name of readdirSync(modules)) if (name.startsWith('dsh-fold-')) rmSync(path.join(modules, name), { recursive: true, force: true })
     const pnpmStore = path.join(modules, '.pnpm')
     for (const name of readdirSync(pnpmStore, { withFileTypes: true })) if (name.name.startsWith('dsh-fold-linux')) rmSync(path.join(pnpmStore, name.name), { recursive: true, force: true })
-    failsOnly(doctor(home), 'addon', /addon: the profile's dsh-fold has no binary that loads on linux-x64/, /dsh plugin --profile headless add dsh-fold/)
+    failsOnly(doctor(home), 'addon', /addon: the profile's dsh-fold has no binary that loads on linux-x64/, /^npm run pack && dsh plugin --profile headless add \.\/target\/pack\/\*\.tgz/)
+    const byName = doctor(home, { env: { npm_config_registry: withFold.url } })
+    failsOnly(byName, 'addon', /no binary that loads/, /^dsh plugin --profile headless add dsh-fold   \(installs the dsh-fold-linux-x64\* platform package\)$/)
+  })
+
+  test('registry ✓: one that has dsh-fold, and every install fix is then the by-name command, which works as printed', async () => {
+    const home = copyHome('registry-has-it')
+    const env = { npm_config_registry: withFold.url }
+    const r = doctor(home, { env })
+    assert.equal(r.code, 0, r.stdout)
+    assert.equal(r.checks.registry.label, `registry ${withFold.url}: dsh-fold 0.1.0, what \`dsh plugin --profile headless add dsh-fold\` installs`)
+    // A profile without dsh-fold: the fix names it by name, and that command installs it.
+    const { hostEnv, initProfile } = await import('../bin/host/launch.mjs')
+    await initProfile({ node22: readme.node22, dshPackage: readme.dshPackage, profile: 'work', env: hostEnv({ dshHome: home }), cwd: home })
+    const missing = doctor(home, { env, args: ['--profile', 'work'] })
+    failsOnly(missing, 'bundle', /dsh-fold is not installed in profile work/, /^dsh plugin --profile work add dsh-fold$/)
+    execFileSync('sh', ['-c', missing.checks.bundle.fix], { env: { ...process.env, HOME: path.dirname(home), DSH_HOME: home, PATH: userPath, npm_config_store_dir: readme.storeDir, ...env }, stdio: ['ignore', 'ignore', 'pipe'] })
+    const fixed = doctor(home, { env, args: ['--profile', 'work'] })
+    assert.equal(fixed.code, 0, fixed.stdout)
+    assert.match(fixed.checks.addon.label, /profiles\/work\/node_modules\/.*dsh-fold-linux-x64-gnu.*\.node loads/)
+  })
+
+  test('registry ✓: one without dsh-fold says so, and the fixes are the checkout\'s route', () => {
+    const r = doctor(healthy, { args: ['--profile', 'nope'] })
+    assert.equal(r.checks.registry.ok, true)
+    assert.equal(r.checks.registry.label, `registry ${withoutFold.url}: no dsh-fold there yet (404), so not \`dsh plugin --profile nope add dsh-fold\`; a dsh-fold checkout's \`npm run pack\` tarballs install it`)
+    for (const c of r.report.checks.filter((/** @type {any} */ c) => c.fix)) assert.doesNotMatch(c.fix, /add dsh-fold(\s|$)/, `${c.id}: no by-name fix while the registry lacks dsh-fold`)
+  })
+
+  test('registry ✓ offline: one that never answers, and a closed port, fail nothing; said so within the budget', async (t) => {
+    const silent = createServer(() => {}) // accepts, never answers
+    await new Promise((resolve) => silent.listen(0, '127.0.0.1', () => resolve(undefined)))
+    t.after(() => silent.close())
+    const closed = createServer()
+    await new Promise((resolve) => closed.listen(0, '127.0.0.1', () => resolve(undefined)))
+    const closedPort = /** @type {import('node:net').AddressInfo} */ (closed.address()).port
+    await new Promise((resolve) => closed.close(() => resolve(undefined)))
+    const hung = `http://127.0.0.1:${/** @type {import('node:net').AddressInfo} */ (silent.address()).port}/`
+    const r = doctor(healthy, { env: { npm_config_registry: hung } })
+    assert.equal(r.code, 0, r.stdout)
+    assert.equal(r.checks.registry.label, `registry ${hung}: no answer (no answer within 3 s): offline? Whether it has dsh-fold is unknown, so any install fix here uses a dsh-fold checkout's tarballs`)
+    const refused = doctor(healthy, { env: { npm_config_registry: `http://127.0.0.1:${closedPort}/` }, args: ['--profile', 'nope'] })
+    assert.equal(refused.checks.registry.ok, true)
+    assert.match(refused.checks.registry.label, /: no answer \(ECONNREFUSED\): offline\?/)
+    assert.match(refused.checks.profile.fix, /^npm run pack && dsh plugin --profile nope add \.\/target\/pack\/\*\.tgz   \(in a dsh-fold checkout: by name needs a registry that has dsh-fold\)$/)
+  })
+
+  test('registry ✗: an answer `dsh plugin add` cannot install from (503), with the command that shows npm\'s account of it', async (t) => {
+    // In its own process: doctor runs synchronously here, and this process would answer nothing meanwhile.
+    const down = spawn(process.execPath, ['-e', "const s = require('node:http').createServer((q, r) => r.writeHead(503, 'Service Unavailable').end()).listen(0, '127.0.0.1', () => console.log(s.address().port))"], { stdio: ['ignore', 'pipe', 'inherit'] })
+    t.after(() => down.kill())
+    const port = await new Promise((resolve) => down.stdout.once('data', (d) => resolve(String(d).trim())))
+    const url = `http://127.0.0.1:${port}/`
+    failsOnly(doctor(healthy, { env: { npm_config_registry: url } }), 'registry', new RegExp(`^registry ${url.replace(/\./g, '\\.')} answered HTTP 503 Service Unavailable: \`dsh plugin add\` cannot install from it$`), /^cd ~\/\.dsh\/profiles\/headless && npm view dsh-fold version   \(npm's own account of it/)
   })
 })

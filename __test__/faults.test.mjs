@@ -89,6 +89,7 @@ describe('no panic crosses the Node-API boundary', () => {
     findMark: `fold.findMark(store, 1)`,
     openStore: `fold.openStore(store)`,
     compactStore: `fold.compactStore(store)`,
+    closeStore: `fold.closeStore(store)`,
     rewind: `fold.rewind(store, 's', host)`,
     planCompaction: `fold.planCompaction(new Uint32Array(0), {})`,
     planCompactionRange: `fold.planCompactionRange(new Uint32Array(0), {}, 0, 0)`,

@@ -189,3 +189,16 @@ describe("a source checkout's npm install without a Rust toolchain that runs", (
     assert.deepEqual(binaries(p), [], 'nothing was built')
   })
 })
+
+describe('npm install in a checkout on the oldest Node the README supports', () => {
+  it('prints no EBADENGINE warning: every package the lock file installs accepts this Node', (t) => {
+    // What `npm install` resolves, without building or fetching: a dry run of the lock file.
+    const copy = mkdtempSync(path.join(tmpdir(), 'dsh-fold-engines-'))
+    t.after(() => rmSync(copy, { recursive: true, force: true }))
+    for (const f of ['package.json', 'package-lock.json']) copyFileSync(path.join(ROOT, f), path.join(copy, f))
+    const r = spawnSync('npm', ['install', '--dry-run', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline'], { cwd: copy, encoding: 'utf8' })
+    assert.equal(r.status, 0, r.stderr)
+    const warned = [...`${r.stdout}${r.stderr}`.matchAll(/EBADENGINE +package: '([^']+)'/g)].map((m) => m[1])
+    assert.deepEqual(warned, [], `npm install warns that these packages do not support Node ${process.version}`)
+  })
+})

@@ -7,6 +7,7 @@
 // plus the reference's known defects (compaction before the mark, parallel calls with the
 // checkpoint, the turn guard that never held a turn).
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -389,6 +390,30 @@ describe('a full fold', () => {
     const mark = await root.checkpoint.latestMark('explore')
     assert.equal(typeof mark.foldedAt, 'number')
     assert.ok(mark.foldedAt >= mark.createdAt)
+  })
+
+  it('a host disposed right after a fold: its disposal waits for the fold\'s stamp (the checkpoint plugin closes the store), so the stamp is on disk once it resolves', async (t) => {
+    const root = await bootHost(new ScriptedModel(() => say(REPORT)))
+    const store = tempStore()
+    const checkpoint = root.plugin(Checkpoint, { store })
+    await checkpoint
+    await root.plugin(Rewind, {})
+    const agent = await agentOf(root, 'explore')
+    await exploration(root, agent)
+    // Another process holds the store's lock (shared, as a reader does): the stamp, written
+    // after the fold resolved, waits for it.
+    const holder = spawn('flock', ['--shared', `${store}.lock`, '--command', 'echo held; read _'], { stdio: ['pipe', 'pipe', 'inherit'] })
+    t.after(() => holder.kill('SIGKILL'))
+    await new Promise((resolve) => holder.stdout.once('data', resolve))
+    await root.rewind.rewind(agent, undefined, { callId: 'c2' })
+    let disposed = false
+    const disposing = checkpoint.dispose().then(() => (disposed = true))
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    assert.equal(disposed, false, 'the disposal resolved while the stamp could not be written')
+    holder.stdin.end() // the holder exits, its lock goes
+    await disposing
+    assert.match(readFileSync(`${store}.journal`, 'utf8'), /"op":"fold","id":1,/, 'the stamp is durable once the disposal resolved')
+    rmSync(path.dirname(path.dirname(store)), { recursive: true, force: true })
   })
 
   it('folds the same region without the call id (the open rewind call at the tail stays out)', async () => {

@@ -6,7 +6,7 @@
 // the model sees in the next request; every classified error; the answer bound; a regex that
 // would backtrack forever elsewhere.
 import assert from 'node:assert/strict'
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { describe, it } from 'node:test'
@@ -24,6 +24,7 @@ import { splitReportFrame } from '../plugin/fold/words.js'
 import { logIndex, originalSeqs, regionTexts } from '../plugin/recall/log.js'
 import { ScriptedModel, Session, SessionBuilder, SessionId, bootHost, createUserMessage, probeTool, protocolProblems, runTurn, say, tempStore } from './helpers/dsh.mjs'
 import { planBlocks } from './helpers/planners.mjs'
+import { tempDir } from './helpers/tmp.mjs'
 
 // ---- fixtures -------------------------------------------------------------------------------
 
@@ -434,7 +435,7 @@ describe('recall on a session replayed from its persisted log', () => {
     await runTurn(agent, 'go')
     const live = await root.recall.recall(agent.session, { query: 'E0425', around: 1 })
     // Persist as the jsonl backend lays it out (a header line, then one event per line), read back.
-    const dir = mkdtempSync(path.join(tmpdir(), 'dsh-fold-recall-'))
+    const dir = tempDir('dsh-fold-recall-')
     const file = path.join(dir, 'session.jsonl')
     const header = { type: 'session', version: 0, id: agent.session.id, createdAt: 0, cwd: tmpdir() }
     writeFileSync(file, [header, ...agent.session.events].map((e) => JSON.stringify(e)).join('\n') + '\n')

@@ -208,4 +208,33 @@ process.stdout.write(JSON.stringify(out))
     const eco = spawnSync(process.execPath, [BIN, 'economics', path.join(dir, 'host-torn-turn-end.jsonl')], { encoding: 'utf8' })
     assert.match(eco.stderr, /^dsh-fold: warning: .*host-torn-turn-end\.jsonl: line 86 is torn/)
   })
+
+  test('dsh-fold fold on a log torn before any exploration after the mark says what the readable part holds and why nothing folds (EMPTY_REGION, exit 1); it names no rewind call', () => {
+    const lines = readFileSync(CLI_LOG, 'utf8').split('\n').filter((l) => l !== '')
+    const records = lines.map((l) => JSON.parse(l))
+    const text = (/** @type {any} */ r) => JSON.stringify(r.data?.message?.content ?? '')
+    // The checkpoint's own result, and the model's next step (its calls' results torn off).
+    const checkpointResult = records.findIndex((r) => r.type === 'tool/result' && /\\"logLength\\"/.test(text(r)))
+    const nextStep = records.findIndex((r, i) => i > checkpointResult && r.type === 'assistant/message')
+    assert.ok(checkpointResult > 0 && nextStep > checkpointResult)
+    const home = path.join(dir, 'no-store-home')
+    for (const [name, keep, holds, why] of [
+      ['torn-after-checkpoint.jsonl', checkpointResult + 1, /holds after the mark only the checkpoint call's own result \(seq \d+\); /, /the checkpoint's call and result stay visible/],
+      ['torn-mid-step.jsonl', nextStep + 1, /holds after the mark only the checkpoint call's own result \(seq \d+\) and the model's step at seq \d+, whose 2 tool calls have no result; /, /a step still waiting for its results is never folded/],
+    ]) {
+      const file = path.join(dir, String(name))
+      writeFileSync(file, `${lines.slice(0, Number(keep)).join('\n')}\n${lines[Number(keep)].slice(0, 20)}`)
+      const r = spawnSync(process.execPath, [BIN, 'fold', file], { encoding: 'utf8', env: { ...process.env, DSH_HOME: home } })
+      assert.equal(r.status, 1, r.stderr)
+      const [warning, error, ...rest] = r.stderr.trim().split('\n')
+      assert.match(warning, /^dsh-fold: warning: .* is torn/)
+      assert.deepEqual(rest, [], r.stderr)
+      assert.match(error, /^dsh-fold: EMPTY_REGION: nothing to fold after checkpoint mark \d+ \(log length \d+, read from the log's checkpoint call\): /)
+      assert.match(error, /the readable part \(seq 0\.\.\d+; the torn tail after it is dropped\)/)
+      assert.match(error, /** @type {RegExp} */ (holds))
+      assert.match(error, /** @type {RegExp} */ (why))
+      assert.doesNotMatch(error, /rewind call/, 'a dry run has no rewind call')
+      assert.equal(r.stdout, '')
+    }
+  })
 })

@@ -2,16 +2,17 @@
 // unchanged bytes on bad files, marks seen by a new process, two processes at once.
 import assert from 'node:assert/strict'
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { describe, it } from 'node:test'
 
 import { addon as fold, addonPath } from '../plugin/shared/addon.js'
 import { faultsEnv } from './helpers/faults.mjs'
+import { tempStore as freshStore } from './helpers/tmp.mjs'
 
 
-const tempStore = () => path.join(mkdtempSync(path.join(tmpdir(), 'dsh-fold-store-')), 'storages', 'checkpoint.json')
+const tempStore = () => freshStore('dsh-fold-store-')
 const rejectsWith = (promise, code) => assert.rejects(promise, (e) => { assert.equal(e.code, code, e.message); assert.ok(fold.isFoldError(e)); return true })
 
 describe('mark / latestMark / hasActive / completeFold / listMarks', () => {
@@ -287,5 +288,81 @@ describe('two processes', () => {
     const ids = [...a, ...b].sort((x, y) => x - y)
     assert.deepEqual(ids, Array.from({ length: 200 }, (_, i) => i + 1))
     assert.equal((await fold.listMarks(store)).length, 128) // 64 kept per session by default
+  })
+})
+
+describe('a store used and closed leaves nothing behind it (closeStore)', () => {
+  // docs/store.md: the store file, its journal and its lock file; nothing else, ever.
+  const DOCUMENTED = ['checkpoint.json', 'checkpoint.json.journal', 'checkpoint.json.lock']
+  const BIN = path.join(import.meta.dirname, '..', 'bin', 'dsh-fold.mjs')
+  /** Each public path: what a process does with a store in a fresh folder before it closes it. */
+  const PATHS = {
+    'mark, every read, completeFold': `
+      await fold.mark(store, 's', 1, 'look'); await fold.mark(store, 't', 2)
+      await fold.latestMark(store, 's'); await fold.hasActive(store, 's'); fold.hasActiveSync(store, 's')
+      await fold.listMarks(store); await fold.listMarks(store, 's'); await fold.findMark(store, 2)
+      await fold.completeFold(store, 's', 1)`,
+    'hasActiveSync before the load (the load runs in the background)': `
+      mkdirSync(path.dirname(store), { recursive: true })
+      writeFileSync(store, '{"unit":{"name":"checkpoint","version":2},"global":{"nextId":2},"tables":{"marks":{}}}')
+      try { fold.hasActiveSync(store, 's') } catch (e) { if (e.code !== 'STORE_LOADING') throw e }`,
+    'openStore, compactStore': `
+      await fold.mark(store, 's', 1); await fold.openStore({ path: store, maxMarksPerSession: 8 }); await fold.compactStore(store)`,
+    'calls not awaited before closeStore': `
+      fold.mark(store, 's', 1); fold.mark(store, 't', 2); fold.listMarks(store); fold.compactStore(store)`,
+    'a rewind and its stamp (the demo session, folded with the extractive report)': `
+      const { buildDemoSession } = await import(${JSON.stringify(path.join(import.meta.dirname, '..', 'bin', 'demo-session.mjs'))})
+      const { sessionHost } = await import(${JSON.stringify(path.join(import.meta.dirname, '..', 'plugin', 'fold', 'host.js'))})
+      const { extractiveSummarizer } = await import(${JSON.stringify(path.join(import.meta.dirname, '..', 'plugin', 'fold', 'extractive.js'))})
+      const { session, rewindCallId } = await buildDemoSession((s) => fold.mark(store, s.id, s.seq, 'find it'))
+      const result = await fold.rewind(store, session.id, sessionHost(session, extractiveSummarizer({ session, language: 'en' }), { callId: rewindCallId }))
+      if (result.markId !== 1) throw new Error('no fold')`,
+  }
+
+  for (const [name, body] of Object.entries(PATHS)) {
+    it(`${name}: only the documented files until closeStore resolves, then nothing once the folder is removed`, () => {
+      const dir = mkdtempSync(path.join(tmpdir(), 'dsh-fold-close-'))
+      const script = `
+        import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+        import path from 'node:path'
+        import { addon as fold } from ${JSON.stringify(path.join(import.meta.dirname, '..', 'plugin', 'shared', 'addon.js'))}
+        const dir = process.argv[1]
+        const store = path.join(dir, 'storages', 'checkpoint.json')
+        ${body}
+        await fold.closeStore(store)
+        process.stdout.write(JSON.stringify(readdirSync(path.join(dir, 'storages')).sort()))
+        rmSync(dir, { recursive: true, force: true })`
+      // The process ends on its own: whatever it still had to write would land before its exit.
+      const r = spawnSync(process.execPath, ['--input-type=module', '-e', script, dir], { encoding: 'utf8' })
+      const after = existsSync(dir) ? readdirSync(dir, { recursive: true }) : null
+      rmSync(dir, { recursive: true, force: true })
+      assert.equal(r.status, 0, r.stderr)
+      const atClose = JSON.parse(r.stdout)
+      assert.ok(atClose.every((f) => DOCUMENTED.includes(f)), `undocumented files at close: ${atClose}`)
+      assert.equal(after, null, `written after closeStore resolved and the folder was removed: ${after}`)
+    })
+  }
+
+  it('dsh-fold demo leaves nothing in its temp folder (its fold\'s stamp lands before it removes its store)', () => {
+    const tmp = mkdtempSync(path.join(tmpdir(), 'dsh-fold-demo-tmp-'))
+    try {
+      for (const args of [['demo'], ['demo', '--json']]) {
+        const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: { ...process.env, TMPDIR: tmp } })
+        assert.equal(r.status, 0, r.stderr)
+        assert.deepEqual(readdirSync(tmp, { recursive: true }), [], `dsh-fold ${args.join(' ')} left files behind`)
+      }
+    } finally {
+      rmSync(tmp, { recursive: true, force: true })
+    }
+  })
+
+  it('closeStore takes a StoreRef like every call, and rejects a bad one with INVALID_ARGUMENT', async () => {
+    const store = tempStore()
+    await fold.mark(store, 's', 1)
+    await fold.closeStore({ path: store })
+    assert.equal((await fold.latestMark(store, 's')).id, 1, 'a closed store stays usable')
+    await rejectsWith(fold.closeStore(''), 'INVALID_ARGUMENT')
+    await rejectsWith(fold.closeStore(42), 'INVALID_ARGUMENT')
+    rmSync(path.dirname(path.dirname(store)), { recursive: true, force: true })
   })
 })

@@ -85,6 +85,18 @@ describe('release.yml', () => {
     assert.equal(run, 'node --test --test-concurrency=1 ${{ matrix.settings.suites }}')
   })
 
+  it('pins every action to a commit and names its release beside it; no checkout keeps the token', () => {
+    const text = readFileSync(path.join(ROOT, '.github', 'workflows', 'release.yml'), 'utf8')
+    const uses = text.split('\n').filter((l) => /^\s*-?\s*uses:/.test(l))
+    assert.ok(uses.length > 0)
+    for (const l of uses) assert.match(l, /uses: [\w-]+\/[\w-]+@[0-9a-f]{40} # v\d+\.\d+\.\d+$/, l)
+    for (const [name, job] of Object.entries(workflow.jobs)) {
+      for (const step of /** @type {any} */ (job).steps.filter((/** @type {any} */ s) => /^actions\/checkout@/.test(s.uses ?? ''))) {
+        assert.equal(step.with?.['persist-credentials'], false, `${name}: checkout with persist-credentials: false`)
+      }
+    }
+  })
+
   it('publishes only after every build and test job', () => {
     const jobs = Object.keys(workflow.jobs).filter((j) => j !== 'publish')
     assert.deepEqual([...workflow.jobs.publish.needs].sort(), jobs.sort())

@@ -12,7 +12,7 @@
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import { execFileSync, spawn } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
@@ -82,6 +82,20 @@ describe('dsh-fold try on a real installed host', { skip: SKIP }, () => {
       }
     })
   const userEnv = () => ({ HOME: home, PATH: userPath, TMPDIR: tmpdirOfRuns, DSH_HOME: undefined, DEEPSEEK_API_KEY: undefined, DEEPSEEK_BASE_URL: undefined, DSH_TOOLS_MODE: undefined, DSH_FOLD_CACHE: path.join(tmp, 'no-cache') })
+  /** @type {string | undefined} */
+  let namedDshHome
+  /** A DSH home of the user's own, its headless profile with dsh-fold added by `dsh plugin add` (made once). */
+  const namedHome = async () => {
+    if (namedDshHome) return namedDshHome
+    const { pack } = await import('../scripts/pack.mjs')
+    const tarballs = pack(path.join(tmp, 'pack'))
+    const dshHome = path.join(tmp, 'named', '.dsh')
+    mkdirSync(dshHome, { recursive: true })
+    writeFileSync(path.join(dshHome, 'cordis.patch.yml'), HMR_ROW)
+    execFileSync('dsh', ['plugin', '--profile', 'headless', 'add', tarballs.root, tarballs.platform], { env: { ...process.env, ...userEnv(), DSH_HOME: dshHome, HOME: path.dirname(dshHome), npm_config_store_dir: readme.storeDir, DSH_FOLD_CACHE: '' }, stdio: ['ignore', 'ignore', 'pipe'] })
+    namedDshHome = dshHome
+    return dshHome
+  }
 
   before(async () => {
     const { ensureReadmeHost } = await import('./helpers/readme-host.mjs')
@@ -115,7 +129,7 @@ describe('dsh-fold try on a real installed host', { skip: SKIP }, () => {
       /→ read \{"file_path":"src\/main\.js"\}\n {2}→ grep \{"pattern":"name","path":"src"\}/,
       /← bash: Hello, Adda!/,
       /→ rewind \{\}/,
-      /⤷ fold of mark 1: \d+ surface nodes \(seq \d+\.\.\d+\) replaced by a \d+-char report; the model reads from now on:\n {4}│ \[Checkpoint 1 — find why node src\/main\.js greets the wrong person\] A report extracted from that investigation's steps;[^\n]*\n {4}│\s*\n {4}│ ## Findings/,
+      /⤷ fold of mark 1: \d+ surface nodes \(seq \d+\.\.\d+\) replaced by a \d+-char report \(and recall's hint line: \d+ chars in all\); the model reads from now on:\n {4}│ \[Checkpoint 1 — find why node src\/main\.js greets the wrong person\] A report extracted from that investigation's steps;[^\n]*\n {4}│\s*\n {4}│ ## Findings/,
       /← rewind: Checkpoint 1 folded: the \d+ messages of its investigation \(\d+ chars\) are replaced by a report extracted from them, above \(\d+ chars\)\./,
       /→ recall \{"fold":"latest","query":"displayName","around":0\}/,
       /← recall: \d+ lines: \d+ lines? in fold 1 match displayName:/,
@@ -129,6 +143,8 @@ describe('dsh-fold try on a real installed host', { skip: SKIP }, () => {
       assert.ok(m, `not found after offset ${at}: ${re}\n${out}`)
       at += m.index + m[0].length
     }
+    // One figure for the fold's report: the transcript's is the rewind result's.
+    assert.equal(/replaced by a (\d+)-char report/.exec(out)?.[1], /replaced by a report extracted from them, above \((\d+) chars\)/.exec(out)?.[1], out)
     assert.deepEqual(snapshot(path.join(home, '.dsh')), homeBefore, '~/.dsh untouched')
     // (node-compile-cache is Node's own, made by the npm that installs the tarballs: a shared cache, not a leftover)
     assert.deepEqual(readdirSync(tmpdirOfRuns).filter((f) => f !== 'node-compile-cache'), [], 'the temporary DSH home, workspace and the host\'s temp files are removed')
@@ -249,13 +265,8 @@ describe('dsh-fold try on a real installed host', { skip: SKIP }, () => {
   })
 
   test('--profile/--dsh-home: runs in that profile (dsh-fold added with `dsh plugin add`), keeps its session; a profile without dsh-fold is refused with the fix', async () => {
-    const { pack } = await import('../scripts/pack.mjs')
-    const tarballs = pack(path.join(tmp, 'pack'))
-    const dshHome = path.join(tmp, 'named', '.dsh')
-    mkdirSync(dshHome, { recursive: true })
-    writeFileSync(path.join(dshHome, 'cordis.patch.yml'), HMR_ROW)
+    const dshHome = await namedHome()
     const env = { ...userEnv(), DSH_HOME: dshHome }
-    execFileSync('dsh', ['plugin', '--profile', 'headless', 'add', tarballs.root, tarballs.platform], { env: { ...process.env, ...env, HOME: path.dirname(dshHome), npm_config_store_dir: readme.storeDir, DSH_FOLD_CACHE: '' }, stdio: ['ignore', 'ignore', 'pipe'] })
     const r = await run(['try', '--dsh-home', dshHome, '--json'], env)
     assert.equal(r.code, 0, r.stderr)
     const j = JSON.parse(r.stdout)
@@ -336,6 +347,64 @@ describe('dsh-fold try on a real installed host', { skip: SKIP }, () => {
     assert.doesNotMatch(out, /^done in /m, 'the run was cut short')
     assert.deepEqual(hostsOfThisRun(), [], 'no host process of this run is left')
     assert.deepEqual(readdirSync(tmpdirOfRuns).filter((f) => f !== 'node-compile-cache'), [], 'the temporary home is removed')
+  })
+
+  test('Ctrl-C with --dsh-home: the host shuts down before try exits, and the user\'s session log keeps what the host held in memory (no lost tail, no torn record)', async () => {
+    const dshHome = await namedHome()
+    const { startModelServer, isTitleRequest } = await import('../bin/host/model-server.mjs')
+    const { readSessionLog } = await import('../bin/session-log.mjs')
+    const { sessionLogs } = await import('../bin/host/launch.mjs')
+    const { decodeStorageRecord, SESSION_FORMAT_VERSION } = await import('@deepseek-ai/dsh-session')
+    // The model streams the start of its answer and stalls: the host is mid-turn when Ctrl-C comes.
+    const server = await startModelServer((body) => (isTitleRequest(body) ? { content: 'A title' } : { content: 'Looking at the files', hang: true }))
+    const dir = path.join(tmp, 'interrupted')
+    mkdirSync(dir, { recursive: true })
+    // DSH's persistence writes streamed chunks in batches, at most writeBatchMaxDelayMs apart (and
+    // at the next request or tool call): with the delay at 10 minutes, what the model streamed is
+    // in the host's memory only until its shutdown drains the batch. A test plugin says when the
+    // host has it.
+    const seen = path.join(dir, 'chunk-seen')
+    writeFileSync(path.join(dir, 'observer.mjs'), `import { writeFileSync } from 'node:fs'
+export const name = 'try-test-chunk-observer'
+export function apply (ctx, config) {
+  ctx.on('session/event', (session, event) => { if (event.type === 'assistant/chunk') writeFileSync(config.file, String(event.seq)) })
+}
+`)
+    const patch = path.join(dir, 'interrupt.patch.yml')
+    writeFileSync(patch, JSON.stringify([
+      { id: 'session-persistence-jsonl', config: { root: path.join(dshHome, 'sessions'), writeBatchMaxDelayMs: 600_000 } },
+      { insert: [{ id: 'chunk-observer', name: path.join(dir, 'observer.mjs'), config: { file: seen } }] },
+    ]))
+    try {
+      const before = new Set(sessionLogs(dshHome))
+      const env = { ...process.env, ...userEnv(), DEEPSEEK_API_KEY: 'sk-user-key', DEEPSEEK_BASE_URL: server.url }
+      for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k]
+      const child = spawn(process.execPath, [BIN, 'try', '--dsh-home', dshHome, '--cwd', dir, '--patch', patch, 'Look around.'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+      let out = ''
+      child.stdout.setEncoding('utf8').on('data', (d) => (out += d))
+      child.stderr.setEncoding('utf8').on('data', (d) => (out += d))
+      /** @type {Promise<number | null>} */
+      const closed = new Promise((resolve) => child.on('close', (c) => resolve(c)))
+      while (child.exitCode === null && !existsSync(seen)) await new Promise((resolve) => setTimeout(resolve, 20))
+      assert.ok(existsSync(seen), `the host never streamed the model's answer:\n${out}`)
+      const chunkSeq = Number(readFileSync(seen, 'utf8'))
+      child.kill('SIGINT')
+      const code = await closed
+      assert.equal(code, 130, out)
+      assert.deepEqual(hostsOfThisRun(), [], 'no host process of this run is left')
+      const logs = sessionLogs(dshHome).filter((f) => !before.has(f))
+      assert.equal(logs.length, 1, out)
+      const log = readSessionLog(logs[0], { decodeStorageRecord, formatVersion: SESSION_FORMAT_VERSION })
+      assert.equal(log.warning, null, 'the log has no torn tail')
+      const types = log.events.map((e) => e.type)
+      assert.ok(log.events.some((e) => e.seq === chunkSeq && e.type === 'assistant/chunk'), `the streamed answer the host held (seq ${chunkSeq}) is not in the log: it ends ${types.slice(-6).join(', ')}\n${out}`)
+      assert.ok(log.events.some((e) => e.type === 'user/message' && JSON.stringify(e.data).includes('Look around.')), 'the task is in the log')
+      assert.deepEqual(readdirSync(tmpdirOfRuns).filter((f) => f !== 'node-compile-cache'), [], 'the run\'s temporary folder is removed')
+      assert.match(out, /\ndsh-fold try: interrupted; the host is shutting down \(it writes out its session log\), at most 10 s; Ctrl-C again kills it now\n/)
+      assert.match(out, /\ndsh-fold try: interrupted; the host has shut down; its session log: .*session\.jsonl/)
+    } finally {
+      await server.close()
+    }
   })
 
   test('usage: --cwd without a key, no TASK with a key', async () => {

@@ -332,10 +332,12 @@ export const layerName = (l) => (l.kind === 'bundle' ? `${l.package}'s bundle pa
 
 /**
  * The backend every profile mounts, from which layer, and what stops one from starting.
- * @param {{dshHome: string, host: {dir: string, node22: string}, profiles?: string[], composed?: Record<string, any>}} options
+ * `addDshFold(profile)` is the command a fix names to add dsh-fold to a profile (doctor passes
+ * the one that works where dsh-fold comes from: by name, or a checkout's tarballs).
+ * @param {{dshHome: string, host: {dir: string, node22: string}, profiles?: string[], composed?: Record<string, any>, addDshFold?: (profile: string) => string}} options
  *   `composed`: the host's composition of those profiles, when the caller has it already
  */
-export async function inspectCompaction({ dshHome, host, profiles = profilesOf(dshHome), composed = profiles.length ? composeProfiles(host, dshHome, { profiles }).profiles : {} }) {
+export async function inspectCompaction({ dshHome, host, profiles = profilesOf(dshHome), composed = profiles.length ? composeProfiles(host, dshHome, { profiles }).profiles : {}, addDshFold = (profile) => `dsh plugin --profile ${profile} add dsh-fold` }) {
   const homeFile = path.join(dshHome, PATCH_FILE)
   const homeRows = swapRowsIn(homeFile)
   const config = await configRules()
@@ -351,7 +353,7 @@ export async function inspectCompaction({ dshHome, host, profiles = profilesOf(d
         code: 'SWAP_CANNOT_LOAD',
         fatal: true,
         message: `profile ${p.profile} does not start ("plugin(s) failed to load: ${OURS}"): it reads a ${OURS} row from ${ours.from.map(layerName).join(' and ')}${fromHome ? ` (${linesOf(homeRows)}), which every profile reads,` : ''} and ${why}`,
-        fix: fromHome ? moveFix(homeFile, homeRows, withDshFold) : `${undo(p, ours.from)}   (or add ${p.dshFold.installed ? 'a dsh-fold with the backend' : 'dsh-fold'}: dsh plugin --profile ${p.profile} add dsh-fold)`,
+        fix: fromHome ? moveFix(homeFile, homeRows, withDshFold) : `${undo(p, ours.from)}   (or add ${p.dshFold.installed ? 'a dsh-fold with the backend' : 'dsh-fold'}: ${addDshFold(p.profile)})`,
       })
     } else if (ours && fromHome) {
       p.problems.push({

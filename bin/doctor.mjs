@@ -32,6 +32,13 @@
  * 11. store   — the checkpoint store the profile uses is readable (marks, journal size), or
  *               not created yet;
  * 12. addon   — the profile's dsh-fold loads its binary for this platform (in a child process).
+ * 13. registry — the npm registry the profile's pnpm reads (bin/host/registry.mjs): whether it
+ *               has dsh-fold, asked once with a 3 s budget. It decides every install fix above:
+ *               `dsh plugin --profile NAME add dsh-fold` only when the registry has dsh-fold,
+ *               else a checkout's `npm run pack` tarballs (dsh-fold's route until it is
+ *               published). Not having dsh-fold and not answering (offline) are ✓: they say how
+ *               to install, nothing is broken; only an answer `dsh plugin add` cannot install
+ *               from (401/403 without a login, 5xx, not a package document) is a ✗.
  */
 import { spawnSync } from 'node:child_process'
 import { existsSync, readFileSync, statSync } from 'node:fs'
@@ -43,7 +50,8 @@ import { addon } from '../plugin/shared/addon.js'
 import { backendLine, inspectCompaction } from './compaction.mjs'
 import { dshHomeOf, findInstalledHost, nodeMajor, onPath, packageDir, tilde } from './host/find.mjs'
 import { defaultCache, DSH_VERSION } from './host/install.mjs'
-import { bootScript } from './host/launch.mjs'
+import { runBoot } from './host/launch.mjs'
+import { dshFoldOnRegistry } from './host/registry.mjs'
 
 const HMR = '@deepseek-ai/cordis-plugin-hmr'
 /** dsh-fold's rows from its bundle patch, and what each is. */
@@ -97,11 +105,11 @@ const HMR_ROW = (dshHome) => `printf '%s\\n' '- insert:' '    - id: launcher-hmr
 
 /**
  * Every profile's compaction backend (bin/compaction.mjs), or null when the host cannot compose them.
- * @param {string} dshHome @param {{dir: string, node22: string}} host
+ * @param {string} dshHome @param {{dir: string, node22: string}} host @param {(profile: string) => string} addDshFold
  */
-async function compactionOfProfiles(dshHome, host) {
+async function compactionOfProfiles(dshHome, host, addDshFold) {
   try {
-    return await inspectCompaction({ dshHome, host })
+    return await inspectCompaction({ dshHome, host, addDshFold })
   } catch {
     return null
   }
@@ -117,8 +125,13 @@ export async function runDoctor(opts, cli) {
   const dshHome = dshHomeOf(opts['dsh-home'])
   const profile = opts.profile ?? 'headless'
   const profileDir = path.join(dshHome, 'profiles', profile)
-  const add = `dsh plugin --profile ${profile} add dsh-fold`
-  const addFromCheckout = `npm run pack && dsh plugin --profile ${profile} add ./target/pack/*.tgz   (in a dsh-fold checkout, until dsh-fold is published)`
+  // Where dsh-fold can come from decides every install fix: asked first, before the checks that
+  // block this process (a synchronous child would stall the request and eat its 3 s).
+  const registry = await dshFoldOnRegistry(profileDir)
+  const addDshFold = (/** @type {string} */ name) => registry.state === 'published' ? `dsh plugin --profile ${name} add dsh-fold` : `npm run pack && dsh plugin --profile ${name} add ./target/pack/*.tgz`
+  const add = registry.state === 'published'
+    ? addDshFold(profile)
+    : `${addDshFold(profile)}   (in a dsh-fold checkout: ${registry.state === 'absent' ? `${registry.registry} has no dsh-fold yet` : 'by name needs a registry that has dsh-fold'})`
   /** @type {Check[]} */
   const checks = []
   const check = (/** @type {Check} */ c) => checks.push(c)
@@ -149,14 +162,11 @@ export async function runDoctor(opts, cli) {
   let composed = null
   let composeError = ''
   if (hasProfile && host && node22) {
-    const r = spawnSync(node22, [bootScript, JSON.stringify({ mode: 'compose', dshPackage: host.dir, profile, patchFiles: [] })], {
-      encoding: 'utf8',
-      env: { ...process.env, DSH_HOME: dshHome },
-      maxBuffer: 64 << 20,
-      timeout: 60_000,
-    })
-    if (r.status === 0) composed = JSON.parse(r.stdout)
-    else composeError = (r.stderr || r.error?.message || `exit ${r.status}`).trim().split('\n').find((l) => /error|Error/.test(l)) ?? r.stderr.trim().split('\n')[0]
+    // Run as every host process is (launch.mjs: its own group, stopped gracefully on a timeout).
+    const env = /** @type {Record<string, string>} */ ({ ...process.env, DSH_HOME: dshHome })
+    const r = await runBoot({ node22, dshPackage: host.dir, spec: { mode: 'compose', profile, patchFiles: [] }, env, cwd: process.cwd(), timeoutMs: 60_000 })
+    if (r.code === 0) composed = JSON.parse(r.stdout)
+    else composeError = (r.stderr || `exit ${r.code ?? r.signal}${r.timedOut ? ' (timed out after 60 s)' : ''}`).trim().split('\n').find((l) => /error|Error/.test(l)) ?? r.stderr.trim().split('\n')[0]
   }
   const rows = composed ? flatten(composed.rows) : []
   const enabled = (/** @type {(r: any) => boolean} */ test) => rows.filter((r) => test(r) && !r.disabled)
@@ -191,13 +201,13 @@ export async function runDoctor(opts, cli) {
   // 4. The profile.
   check(hasProfile
     ? { id: 'profile', ok: true, label: `profile ${profile} at ${tilde(profileDir)}` }
-    : { id: 'profile', ok: false, label: `no profile ${profile} in ${tilde(dshHome)}`, fix: `${add}   (creates the profile)\n${addFromCheckout}` })
+    : { id: 'profile', ok: false, label: `no profile ${profile} in ${tilde(dshHome)}`, fix: `${add}${registry.state === 'published' ? '   (creates the profile)' : ''}` })
 
   // 5. The bundle.
   const installed = hasProfile ? readJson(path.join(profileDir, 'node_modules', 'dsh-fold', 'package.json')) : null
   const listed = (manifest?.dsh?.profile?.bundles ?? []).includes('dsh-fold')
   if (!hasProfile) check({ id: 'bundle', ok: false, label: 'bundle: no profile' })
-  else if (!installed) check({ id: 'bundle', ok: false, label: `dsh-fold is not installed in profile ${profile}`, fix: `${add}\n${addFromCheckout}` })
+  else if (!installed) check({ id: 'bundle', ok: false, label: `dsh-fold is not installed in profile ${profile}`, fix: add })
   else if (!listed) check({ id: 'bundle', ok: false, label: `dsh-fold ${installed.version} is installed in profile ${profile} but not listed in its dsh.profile.bundles`, fix: add })
   else check({ id: 'bundle', ok: true, label: `bundle dsh-fold ${installed.version} in profile ${profile}` })
 
@@ -214,12 +224,12 @@ export async function runDoctor(opts, cli) {
         id: 'rows',
         ok: false,
         label: `rows missing from profile ${profile}: ${missing.map(([id, name]) => `${id} (${name})${disabled.some(([d]) => d === id) ? ' disabled' : ''}`).join(', ')}`,
-        fix: disabled.length ? `remove the \`disabled: true\` of ${disabled.map(([id]) => id).join(', ')} from ${tilde(path.join(profileDir, 'cordis.patch.yml'))} or ${tilde(path.join(dshHome, 'cordis.patch.yml'))}` : `${add}   (reinstalls the bundle and its patch)`,
+        fix: disabled.length ? `remove the \`disabled: true\` of ${disabled.map(([id]) => id).join(', ')} from ${tilde(path.join(profileDir, 'cordis.patch.yml'))} or ${tilde(path.join(dshHome, 'cordis.patch.yml'))}` : `${add}${registry.state === 'published' ? '   (reinstalls the bundle and its patch)' : ''}`,
       })
   }
 
   // 7-8. The compaction backend, in this profile and in every other one.
-  const compaction = host && node22 && hasProfile ? await compactionOfProfiles(dshHome, { dir: host.dir, node22 }) : null
+  const compaction = host && node22 && hasProfile ? await compactionOfProfiles(dshHome, { dir: host.dir, node22 }, addDshFold) : null
   const mine = compaction?.profiles.find((p) => p.profile === profile)
   if (!compaction || !mine) {
     check({ id: 'compaction', ok: false, label: `compaction: ${!hasProfile ? 'no profile' : !host ? 'no host to compose the profile with' : 'no Node >= 22 to compose the profile with'}` })
@@ -293,8 +303,16 @@ export async function runDoctor(opts, cli) {
     check({ id: 'addon', ok: true, label: `addon: ${tilde(file)} loads (${platform}${installed ? ', the profile\'s copy' : ', this copy'})` })
   } else {
     const why = probe.stderr.trim().split('\n').find((l) => /Error|Cannot|no prebuilt/.test(l)) ?? probe.stderr.trim().split('\n')[0]
-    check({ id: 'addon', ok: false, label: `addon: ${installed ? 'the profile\'s' : 'this'} dsh-fold has no binary that loads on ${platform}: ${why}`, fix: installed ? `${add}   (installs the dsh-fold-${platform}* platform package)` : 'npm rebuild dsh-fold' })
+    check({ id: 'addon', ok: false, label: `addon: ${installed ? 'the profile\'s' : 'this'} dsh-fold has no binary that loads on ${platform}: ${why}`, fix: installed ? `${add}${registry.state === 'published' ? `   (installs the dsh-fold-${platform}* platform package)` : ''}` : 'npm rebuild dsh-fold' })
   }
+
+  // 13. The registry.
+  const byName = `\`dsh plugin --profile ${profile} add dsh-fold\``
+  if (registry.state === 'published') check({ id: 'registry', ok: true, label: `registry ${registry.registry}: dsh-fold ${registry.version}, what ${byName} installs` })
+  else if (registry.state === 'absent') check({ id: 'registry', ok: true, label: `registry ${registry.registry}: no dsh-fold there yet (404), so not ${byName}; a dsh-fold checkout's \`npm run pack\` tarballs install it` })
+  else if (registry.state === 'offline') check({ id: 'registry', ok: true, label: `registry ${registry.registry}: no answer (${registry.why}): offline? Whether it has dsh-fold is unknown, so any install fix here uses a dsh-fold checkout's tarballs` })
+  else if (registry.state === 'unknown') check({ id: 'registry', ok: true, label: `registry: unknown (${registry.why}), so any install fix here uses a dsh-fold checkout's tarballs` })
+  else check({ id: 'registry', ok: false, label: `registry ${registry.registry} answered ${registry.why}: \`dsh plugin add\` cannot install from it`, fix: `cd ${tilde(existsSync(profileDir) ? profileDir : homedir())} && npm view dsh-fold version   (npm's own account of it; \`npm config get registry\` there is what pnpm reads, ~/.npmrc holds the URL and its login)` })
 
   const passed = checks.filter((c) => c.ok).length
   if (opts.json) {

@@ -50,7 +50,7 @@ const COMMANDS = {
     args: [0, 0, ''],
   },
   try: {
-    usage: `Usage: dsh-fold try [--profile NAME] [--dsh-home DIR] [--patch FILE] [--cwd DIR] [--compaction] [--keep] [--json] "TASK"
+    usage: `Usage: dsh-fold try [--profile NAME] [--dsh-home DIR] [--patch FILE] [--cwd DIR] [--compaction] [--keep] [--json] ["TASK"]
   Boot a real DSH host headless with dsh-fold's rows and run one task, printing what the
   model did and each fold. The host is the one you installed (found from \`dsh\` on PATH or
   $DSH_HOME/profiles), else the pinned @deepseek-ai/dsh 0.1.0-rc.8, installed with Node 22
@@ -240,8 +240,8 @@ async function demo(opts) {
   const { mirrorOf, sessionHost } = await dsh('demo')
   if (opts.save !== undefined && !String(opts.save).trim()) throw new CliError('--save needs a file path', 64)
   const dir = mkdtempSync(path.join(tmpdir(), 'dsh-fold-demo-'))
+  const store = path.join(dir, 'storages', 'checkpoint.json')
   try {
-    const store = path.join(dir, 'storages', 'checkpoint.json')
     const objective = 'find why cargo test -p parser fails'
     const language = /** @type {'en'|'zh'} */ (opts.lang)
     const { session, rewindCallId, step } = await buildDemoSession((s) => addon.mark(store, s.id, s.seq, objective))
@@ -272,6 +272,9 @@ async function demo(opts) {
       wrote(String(opts.save), false, `the session log; price it: dsh-fold economics ${opts.save}`)
     }
   } finally {
+    // The fold's stamp is written after the fold resolved: the store is closed (the stamp has
+    // landed) before its folder goes, or the stamp would bring the folder back.
+    await addon.closeStore(store)
     rmSync(dir, { recursive: true, force: true })
   }
 }
@@ -390,6 +393,73 @@ function checkpointInLog(events) {
 }
 
 /**
+ * Why a dry run found nothing to fold, said from what the log holds after the mark (the
+ * addon's wording speaks of the rewind call, which a dry run does not have); null when
+ * nothing on the surface follows the mark (the addon's "no surface nodes after the checkpoint
+ * mark" says it).
+ * @param {any} session the replayed session
+ * @param {{anchor: number, markId: number | null, markFrom: 'anchor' | 'store' | 'log', torn: boolean}} mark
+ * @returns {string | null}
+ */
+function nothingToFold(session, { anchor, markId, markFrom, torn }) {
+  const events = session.events
+  const after = session.surface.nodes.filter((/** @type {number} */ seq) => seq >= anchor)
+  if (after.length === 0) return null
+  const contentOf = (/** @type {number} */ seq) => events[seq].data?.message?.content ?? []
+  /** Call id → the seq of the step after the mark that made it. @type {Map<string, number>} */
+  const stepOf = new Map()
+  for (const seq of after) {
+    if (events[seq].type !== 'assistant/message') continue
+    for (const b of contentOf(seq)) if (b?.type === 'tool-call') stepOf.set(b.id, seq)
+  }
+  /** Step seq → how many of its calls have a result on the surface. @type {Map<number, number>} */
+  const resultsOf = new Map()
+  /** @type {Set<string>} */
+  const whys = new Set()
+  /** What follows the mark, in order: a sentence, or a step's seq (told once its results are counted). @type {Array<string | number>} */
+  const held = []
+  for (const seq of after) {
+    const e = events[seq]
+    if (e.type === 'tool/result') {
+      const ids = contentOf(seq).map((/** @type {any} */ b) => b?.toolCallId)
+      const step = ids.map((/** @type {string} */ id) => stepOf.get(id)).find((s) => s !== undefined)
+      if (step !== undefined) {
+        resultsOf.set(step, (resultsOf.get(step) ?? 0) + ids.length)
+        continue // told with its step
+      }
+      const text = contentOf(seq).flatMap((/** @type {any} */ b) => b?.content ?? []).map((/** @type {any} */ c) => c?.text ?? '').join('')
+      if (/^\{"id":\d+,"logLength":\d+\}$/.test(text.trim()) || checkpointResultId(text) !== undefined) {
+        whys.add("the checkpoint's call and result stay visible")
+        held.push(`the checkpoint call's own result (seq ${seq})`)
+      } else {
+        whys.add('a result stays with its call, which stands before the mark')
+        held.push(`a tool result (seq ${seq})`)
+      }
+    } else if (e.type === 'assistant/message') {
+      held.push(seq)
+    } else held.push(`a ${e.type} event (seq ${seq})`)
+  }
+  const told = held.map((seq) => {
+    if (typeof seq === 'string') return seq
+    const calls = contentOf(seq).filter((/** @type {any} */ b) => b?.type === 'tool-call').length
+    if (calls === 0) {
+      whys.add("the model's last answer stays")
+      return `the model's answer at seq ${seq}`
+    }
+    const open = calls - (resultsOf.get(seq) ?? 0)
+    if (open <= 0) return `the model's step at seq ${seq} with its results`
+    whys.add('a step still waiting for its results is never folded')
+    const calling = calls === 1 ? 'whose tool call has' : open === calls ? `whose ${calls} tool calls have` : `${open} of whose ${calls} tool calls ${open === 1 ? 'has' : 'have'}`
+    return `the model's step at seq ${seq}, ${calling} no result`
+  })
+  const last = events.length - 1
+  const part = torn ? `the readable part (seq 0..${last}; the torn tail after it is dropped)` : `the log (seq 0..${last})`
+  const mark = markId === null ? `log length ${anchor} (--anchor)` : `checkpoint mark ${markId} (log length ${anchor}, ${markFrom === 'log' ? "read from the log's checkpoint call" : 'from the store'})`
+  const list = told.length === 1 ? told[0] : `${told.slice(0, -1).join(', ')} and ${told.at(-1)}`
+  return `nothing to fold after ${mark}: ${part} holds after the mark only ${list}; ${[...whys].join(', and ')}, so nothing is left to fold`
+}
+
+/**
  * The mark a checkpoint result names, and its log length, or null for any other result.
  * @param {string} text @param {any[]} events @param {any} result the `tool/result` event @param {string} callId
  */
@@ -418,7 +488,7 @@ function markOfResult(text, events, result, callId) {
 async function fold(opts) {
   const file = opts._[1]
   const { mirrorOf, regionMessages } = await dsh('fold')
-  const { header, events } = await readLog(file, 'fold')
+  const { header, events, warning } = await readLog(file, 'fold')
   let anchor
   let markId = null
   /** @type {'anchor' | 'store' | 'log'} */
@@ -467,7 +537,8 @@ async function fold(opts) {
     // The session's mirror, described once from the replayed log: no snapshot crosses.
     region = addon.selectRegion(mirrorOf(session).native, anchor)
   } catch (e) {
-    throw new CliError(`${/** @type {any} */ (e).code}: ${/** @type {Error} */ (e).message}`, 1)
+    const why = /** @type {any} */ (e).code === 'EMPTY_REGION' ? nothingToFold(session, { anchor, markId, markFrom, torn: warning !== null }) : null
+    throw new CliError(`${/** @type {any} */ (e).code}: ${why ?? /** @type {Error} */ (e).message}`, 1)
   }
   const messages = regionMessages(session, region.seqs)
   let report

@@ -8,9 +8,11 @@
  * checkpoint's, its model calls and time, and the checkpoint the model reads from then on), and
  * the answer. Fed the log's events as they appear (`add`), it prints each event once, so
  * the same object follows a live session through repeated reads. `summary()` is the run in
- * numbers, `--json`'s shape.
+ * numbers, `--json`'s shape. A fold's size is its report's, as the rewind result gives it; recall's
+ * hint line after the report is named, not counted in.
  */
 
+import { splitRecallHint } from '../plugin/recall/hint.js'
 import { visibleChars } from '../plugin/shared/meter.js'
 import { compactionBackend } from './session-log.mjs'
 
@@ -147,9 +149,13 @@ export class Transcript {
         const text = textOf(d.content)
         const seqs = (e.sourceEventSeqs ?? []).filter((/** @type {number} */ s) => typeof s === 'number')
         if (source.kind === 'plugin' && source.plugin === 'rewind' && e.surfaceOp?.op === 'replace') {
-          const fold = { kind: /** @type {const} */ ('fold'), markId: source.markId, replaced: seqs.length, seqs: /** @type {[number, number]} */ ([e.surfaceOp.start, e.surfaceOp.end]), reportChars: text.length, report: text }
+          // The report's size is the rewind result's figure; the message may also end with
+          // recall's hint line, which the producer appends after the report.
+          const { body, hint } = splitRecallHint(text)
+          const fold = { kind: /** @type {const} */ ('fold'), markId: source.markId, replaced: seqs.length, seqs: /** @type {[number, number]} */ ([e.surfaceOp.start, e.surfaceOp.end]), reportChars: body.length, report: text }
           this.folds.push(fold)
-          return [`  ⤷ fold of mark ${fold.markId}: ${fold.replaced} surface nodes (seq ${fold.seqs[0]}..${fold.seqs[1]}) replaced by a ${fold.reportChars}-char report; the model reads from now on:`, ...this.quote(text)]
+          const withHint = hint ? ` (and recall's hint line: ${text.length} chars in all)` : ''
+          return [`  ⤷ fold of mark ${fold.markId}: ${fold.replaced} surface nodes (seq ${fold.seqs[0]}..${fold.seqs[1]}) replaced by a ${fold.reportChars}-char report${withHint}; the model reads from now on:`, ...this.quote(text)]
         }
         const ptc = source.blockPtc ?? d.blockPtc
         if (e.surfaceOp?.op === 'replace' && ptc) {

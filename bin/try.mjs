@@ -1,7 +1,7 @@
 // @ts-check
 /**
  * @module bin/try
- * `dsh-fold try [--profile NAME] [--dsh-home DIR] [--patch FILE] [--cwd DIR] [--compaction] [--keep] [--json] "TASK"`:
+ * `dsh-fold try [--profile NAME] [--dsh-home DIR] [--patch FILE] [--cwd DIR] [--compaction] [--keep] [--json] ["TASK"]`:
  * one task in a real DeepSeek Harness host, headless, with dsh-fold's rows, printing what the
  * model did and each fold as the session's own log records them.
  *
@@ -30,9 +30,15 @@
  * transcript prints each compaction as it prints each fold (which backend, why, the range, the
  * chars it replaced and the checkpoint's, model calls, time: bin/transcript.mjs).
  *
+ * Ctrl-C (SIGINT, or SIGTERM): the host runs in its own process group, so the terminal's signal
+ * reaches `try` only; `try` passes it on as SIGINT to the host's group and waits, at most
+ * `HOST_SHUTDOWN_GRACE_MS`, for the host's own shutdown (which writes out the session log: with
+ * `--profile`/`--dsh-home` that is the user's), then kills what is left; the temporary folders
+ * are removed only after the host has exited. A second Ctrl-C kills the host at once. Exit 130.
+ *
  * Exit: 0 when the host's turn completed (and, scripted, the model was never sent an invalid
  * history, and with `--compaction` at least one compaction landed); 1 otherwise; usage errors
- * 64; a named profile without dsh-fold 1.
+ * 64; a named profile without dsh-fold 1; interrupted 130.
  */
 import { execFileSync } from 'node:child_process'
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
@@ -43,7 +49,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 
 import { dshHomeOf, findInstalledHost, findNode22 } from './host/find.mjs'
 import { defaultCache, ensureHost, ensureNode22 } from './host/install.mjs'
-import { dshPackageOf, hostEnv, initProfile, installBundles, runBoot, sessionLogs, writePatchFile } from './host/launch.mjs'
+import { HOST_SHUTDOWN_GRACE_MS, dshPackageOf, hostEnv, initProfile, installBundles, killGroup, runBoot, sessionLogs, writePatchFile } from './host/launch.mjs'
 import { Transcript } from './transcript.mjs'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
@@ -154,12 +160,34 @@ export async function runTry(opts, cli) {
     cleaned = true
     rmSync(root, { recursive: true, force: true })
   }
+  // Ctrl-C: stop the host gracefully and let the run unwind (cleanup after the host's exit);
+  // with no host running there is nothing to wait for. A second Ctrl-C kills the host now.
+  const interrupt = new AbortController()
+  /** The host's process group while one runs. @type {number | null} */
+  let hostGroup = null
   const onSignal = () => {
-    cleanup()
-    process.exit(130)
+    if (interrupt.signal.aborted) {
+      if (hostGroup !== null) {
+        say('dsh-fold try: interrupted again: killing the host now')
+        killGroup(hostGroup, 'SIGKILL')
+      }
+      return
+    }
+    interrupt.abort()
+    if (hostGroup === null) {
+      cleanup()
+      process.exit(130)
+    }
+    say(`\ndsh-fold try: interrupted; the host is shutting down (it writes out its session log), at most ${HOST_SHUTDOWN_GRACE_MS / 1000} s; Ctrl-C again kills it now`)
   }
-  process.once('SIGINT', onSignal)
-  process.once('SIGTERM', onSignal)
+  /** Runs the host (`runBoot`'s options), interruptible; null when interrupted. @param {Parameters<typeof runBoot>[0]} options */
+  const runHost = async (options) => {
+    const result = await runBoot({ ...options, interrupt: interrupt.signal, onStart: (pid) => (hostGroup = pid) })
+    hostGroup = null
+    return result.interrupted ? null : result
+  }
+  process.on('SIGINT', onSignal)
+  process.on('SIGTERM', onSignal)
   /** @type {Awaited<ReturnType<typeof import('./host/model-server.mjs').startModelServer>> | null} */
   let server = null
   try {
@@ -214,7 +242,8 @@ export async function runTry(opts, cli) {
     // The profile: a new one gets dsh-fold from this copy's packed tarballs.
     let installedFrom = 'already in the profile'
     if (!named) {
-      await initProfile({ node22: host.node22, dshPackage: host.dshPackage, profile, env, cwd })
+      if (!(await initProfile({ node22: host.node22, dshPackage: host.dshPackage, profile, env, cwd, interrupt: interrupt.signal, onStart: (pid) => (hostGroup = pid) }))) return 130
+      hostGroup = null
       const tarballs = await packSelf(path.join(root, 'pack'))
       installBundles(profileDir, [tarballs.platform, tarballs.root], { log: () => {} })
       installedFrom = `installed from ${tarballs.how}`
@@ -255,7 +284,7 @@ export async function runTry(opts, cli) {
       }
     }
     const timer = setInterval(follow, 400)
-    const run = await runBoot({
+    const run = await runHost({
       node22: host.node22,
       dshPackage: host.dshPackage,
       env,
@@ -265,6 +294,10 @@ export async function runTry(opts, cli) {
     })
     clearInterval(timer)
     follow()
+    if (run === null) {
+      say(`dsh-fold try: interrupted; the host has shut down${logFile ? `; its session log: ${logFile}${keep || named ? '' : ' (removed with the temporary home)'}` : ''}`)
+      return 130
+    }
     const violations = server?.violations ?? []
     const compacted = transcript.compactions.some((c) => !c.error)
     const completed = run.code === 0 && transcript.turnEnd === 'completed' && violations.length === 0 && (!compaction || real || compacted)

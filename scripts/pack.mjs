@@ -53,11 +53,13 @@ export const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..'
  * The root tarball's size budget, in bytes: 300 KiB, against 285,763 bytes when it was set
  * (round 4); 340 KiB since every text the model reads got its Chinese twin and its own module
  * (issue 32: about 28,000 bytes more, 334,000 in all) and `try --compaction` its run logs and the
- * transcript's compaction lines (issue 30: about 4,000 bytes). A file that should not ship (a
- * fixture, a corpus, a build output) shows up here before a user downloads it; growth that is
+ * transcript's compaction lines (issue 30: about 4,000 bytes); 384 KiB since the release page
+ * (docs/releasing.md, en and zh: every docs/*.md ships) and doctor's registry check, with the
+ * rest of round 4's docs and plugin (issue 28's hardening among them: closeStore, try's Ctrl-C, the messages and their docs), made 358,629 bytes (issue 29). A file that should not ship
+ * (a fixture, a corpus, a build output) shows up here before a user downloads it; growth that is
  * meant raises it, in the same commit.
  */
-export const ROOT_TARBALL_BUDGET = 340 * 1024
+export const ROOT_TARBALL_BUDGET = 384 * 1024
 
 /** What no file of the root package may be: tests, benches, sources, build outputs, data. */
 const NOT_FOR_USERS = /(^|\/)(__test__|bench|crates|src|target[^/]*|npm|fixtures?|corpora|corpus|node_modules|\.e2e-cache)\/|\.node$|\.rs$|(^|\/)Cargo\.(toml|lock)$/

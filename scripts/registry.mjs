@@ -17,7 +17,7 @@
  * process group, and resolves once it answers `/-/ping`: `{url, port, pid, stop()}`. `stop()`
  * asks it to shut down (SIGTERM, which it handles with `VERDACCIO_HANDLE_KILL_SIGNALS`: the
  * server closes and the process exits 0), waits up to `STOP_GRACE_MS`, and only then kills the
- * group; it resolves once the process is gone. Its log (JSON lines) goes to `dir/verdaccio.log`.
+ * group; it resolves once the process is gone, saying which it was. Its log (JSON lines) goes to `dir/verdaccio.log`.
  * `pruneStorage(dir)` removes what verdaccio cached from the uplink (package documents of
  * dependencies), leaving the packages published here.
  */
@@ -115,7 +115,7 @@ async function answers(url) {
  * @property {string} url `http://127.0.0.1:PORT/`
  * @property {number} port
  * @property {number} pid
- * @property {() => Promise<void>} stop graceful, then forced; idempotent
+ * @property {() => Promise<Stopped>} stop graceful, then forced; idempotent
  */
 
 /**
@@ -164,11 +164,18 @@ export async function startRegistry(dir, { port = 0 } = {}) {
 }
 
 /**
+ * How a stop ended: `graceful` when verdaccio exited on its own after SIGTERM (its `code`),
+ * else it was killed after STOP_GRACE_MS.
+ * @typedef {{graceful: boolean, code: number | null, text: string}} Stopped
+ */
+
+/**
  * SIGTERM the child's group, wait for its exit up to STOP_GRACE_MS, then SIGKILL the group.
  * @param {import('node:child_process').ChildProcess} child @param {Promise<unknown>} exited
+ * @returns {Promise<Stopped>}
  */
 async function stopChild(child, exited) {
-  if (child.exitCode !== null || child.signalCode !== null) return
+  if (child.exitCode !== null || child.signalCode !== null) return { graceful: true, code: child.exitCode, text: `had exited (${child.exitCode ?? child.signalCode})` }
   const group = -(/** @type {number} */ (child.pid))
   const signal = (/** @type {NodeJS.Signals} */ s) => {
     try {
@@ -183,7 +190,9 @@ async function stopChild(child, exited) {
     log(`verdaccio (pid ${child.pid}) did not exit within ${STOP_GRACE_MS / 1000} s of SIGTERM: killing it`)
     signal('SIGKILL')
     await exited
+    return { graceful: false, code: null, text: `killed (SIGKILL) ${STOP_GRACE_MS / 1000} s after SIGTERM` }
   }
+  return { graceful: true, code: child.exitCode, text: `exit ${child.exitCode ?? child.signalCode} after SIGTERM` }
 }
 
 /**

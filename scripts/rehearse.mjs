@@ -44,7 +44,8 @@ import { npmCheck, platformCheck, profileCheck, readPublished } from './release-
 import { ReleaseError, findArtifacts, publishRelease } from './release.mjs'
 import { TARGETS, binaryName } from './targets.mjs'
 
-export const REHEARSAL_DIR = path.join(ROOT, 'target', 'rehearsal')
+/** The registry's folder (config, storage, log, transcript); DSH_FOLD_REHEARSAL_DIR moves it (tests). */
+export const REHEARSAL_DIR = path.resolve(process.env.DSH_FOLD_REHEARSAL_DIR || path.join(ROOT, 'target', 'rehearsal'))
 
 export const USAGE = `Usage: npm run release:rehearse -- [--targets P,...] [--built | --artifacts DIR] [--serve] [--port N] [--no-checks]
   Publish a release to a local verdaccio (${VERDACCIO_PIN}; target/rehearsal/config.yaml, storage
@@ -242,7 +243,8 @@ export async function rehearse(o, signal) {
     }
     return failed.length > 0 ? 1 : 0
   } finally {
-    await registry?.stop()
+    const stopped = await registry?.stop()
+    if (stopped) console.error(`[rehearse] verdaccio stopped: ${stopped.text}`)
     pruneStorage(REHEARSAL_DIR)
     rmSync(scratch, { recursive: true, force: true })
   }

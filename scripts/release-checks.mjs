@@ -11,7 +11,9 @@
  *
  * - `profile`: `dsh plugin --profile headless add dsh-fold` with the host as the README installs
  *   it (pnpm, 0.1.0-rc.8, the HMR override and row; __test__/helpers/readme-host.mjs), then
- *   `dsh-fold doctor` (every check ✓) and `dsh-fold try --profile headless` (the scripted model).
+ *   `dsh-fold doctor` (every check ✓, the registry line finding the published version),
+ *   `dsh-fold try --profile headless` (the scripted model) and `dsh-fold try` (a temporary home,
+ *   into which try repacks this pnpm-installed copy).
  *   No warning may appear (pnpm's "Ignored build scripts", dsh's "declares no dsh.bundle").
  * - `npm-node20`, `npm-node22`: `npm install dsh-fold` in an empty project on each Node; then
  *   `require('dsh-fold')` must load `dsh-fold-linux-x64-gnu`'s binary, the one published.
@@ -37,6 +39,8 @@ import { binaryName, findTarget } from './targets.mjs'
 
 /** The README's HMR row (README step 3), which rc.8's `dsh` launcher needs. */
 const HMR_ROW = "- insert:\n    - id: launcher-hmr\n      name: '@deepseek-ai/cordis-plugin-hmr'\n      config: { root: [] }\n"
+/** Loads dsh-fold and prints which Node and which binary did, as JSON (run with `node -e`). */
+const LOAD_SCRIPT = "const m = require('dsh-fold'); console.log(JSON.stringify({node: process.version, arch: process.arch, binary: Object.keys(require.cache).find((f) => f.endsWith('.node')), codes: m.foldErrorCodes().length}))"
 /** Variables of the caller's that a clean environment drops. */
 const DROP = /^(PATH|HOME|TMPDIR|TMP|TEMP|XDG_.*|NODE_PATH|NODE_OPTIONS|NODE_TEST_CONTEXT|CARGO.*|RUSTUP.*|RUSTC.*|npm_.*|NPM_.*|PNPM_.*|DSH_.*|DEEPSEEK_.*)$/i
 
@@ -71,9 +75,11 @@ function nodeFiles(dir) {
 /** A clean environment in a fresh temp folder. */
 class Sandbox {
   /**
-   * @param {string} name @param {{registry: string, node: string, extraPath?: string[]}} o
+   * @param {string} name @param {{registry: string, node: string, extraPath?: string[], signal?: AbortSignal}} o
+   *   `signal`: once aborted (Ctrl-C), a running command's group is stopped and none starts
    */
-  constructor(name, { registry, node, extraPath = [] }) {
+  constructor(name, { registry, node, extraPath = [], signal }) {
+    this.signal = signal
     this.dir = realpathSync(mkdtempSync(path.join(tmpdir(), `dsh-fold-rehearse-${name}-`)))
     this.home = path.join(this.dir, 'home')
     const bin = path.join(this.dir, 'bin')
@@ -110,9 +116,14 @@ class Sandbox {
    * @param {string} script @param {{cwd?: string, timeoutMs?: number, signal?: AbortSignal}} [o]
    * @returns {Promise<Command>}
    */
-  run(script, { cwd = this.home, timeoutMs = 600_000, signal } = {}) {
+  run(script, { cwd = this.home, timeoutMs = 600_000, signal = this.signal } = {}) {
     const t0 = performance.now()
     return new Promise((resolve) => {
+      if (signal?.aborted) {
+        const command = { cmd: script, seconds: 0, code: null, output: 'not run: interrupted' }
+        this.commands.push(command)
+        return resolve(command)
+      }
       const child = spawn('sh', ['-c', script], { cwd, env: this.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
       let output = ''
       child.stdout.setEncoding('utf8').on('data', (d) => (output += d))
@@ -190,8 +201,7 @@ const warnings = (output) => output.split('\n').filter((l) => /\bWARN\b|npm warn
  * @param {Sandbox} s @param {string} project @param {string} platform @param {Published} pub
  */
 async function requireCheck(s, project, platform, pub) {
-  const script = "const m = require('dsh-fold'); console.log(JSON.stringify({node: process.version, arch: process.arch, binary: Object.keys(require.cache).find((f) => f.endsWith('.node')), codes: m.foldErrorCodes().length}))"
-  const r = await s.run(`node -e ${JSON.stringify(script)}`, { cwd: project })
+  const r = await s.run(`node -e ${JSON.stringify(LOAD_SCRIPT)}`, { cwd: project })
   check(r.code === 0, `require('dsh-fold') failed: ${r.output}`)
   const got = JSON.parse(r.output.split('\n').at(-1) ?? '{}')
   const expected = path.join(project, 'node_modules', `dsh-fold-${platform}`, binaryName(findTarget(platform)))
@@ -217,7 +227,7 @@ function onlyPublishedBinary(dir, platform, pub) {
  * @param {Published} pub @param {{node22: string, hostBin: string, pnpm: string}} host @param {AbortSignal} [signal]
  */
 export function profileCheck(pub, host, signal) {
-  return inSandbox('profile', { registry: pub.registry, node: host.node22, extraPath: [host.hostBin, path.dirname(host.pnpm)] }, async (s) => {
+  return inSandbox('profile', { registry: pub.registry, node: host.node22, extraPath: [host.hostBin, path.dirname(host.pnpm)], signal }, async (s) => {
     mkdirSync(s.env.DSH_HOME, { recursive: true })
     writeFileSync(path.join(s.env.DSH_HOME, 'cordis.patch.yml'), HMR_ROW)
     const add = await s.run('dsh plugin --profile headless add dsh-fold', { signal })
@@ -230,8 +240,12 @@ export function profileCheck(pub, host, signal) {
     check(version.code === 0 && version.output.includes(pub.version), `dsh-fold --version: ${version.output}`)
     const doctor = await s.run('dsh-fold doctor', { signal })
     check(doctor.code === 0 && /^(\d+) of \1 checks pass$/m.test(doctor.output) && !/^✗/m.test(doctor.output), `doctor did not pass every check:\n${doctor.output}`)
+    check(doctor.output.includes(`✓ registry ${pub.registry}: dsh-fold ${pub.version}, `), `doctor did not find dsh-fold ${pub.version} on the registry it installs from:\n${doctor.output}`)
     const tried = await s.run('dsh-fold try --profile headless', { signal })
     check(tried.code === 0 && /^done in .* fold of mark 1/m.test(tried.output), `try --profile headless failed (exit ${tried.code}):\n${tried.output.split('\n').slice(-20).join('\n')}`)
+    // A temporary DSH home: try repacks this installed (pnpm-linked) copy into it.
+    const fresh = await s.run('dsh-fold try', { signal })
+    check(fresh.code === 0 && /^done in .* fold of mark 1/m.test(fresh.output) && /installed from this installed copy/.test(fresh.output), `try in a temporary home failed (exit ${fresh.code}):\n${fresh.output.split('\n').slice(-20).join('\n')}`)
     const installed = realpathSync(path.join(profile, 'node_modules', 'dsh-fold'))
     const peers = JSON.parse(readFileSync(path.join(installed, 'package.json'), 'utf8')).peerDependencies ?? {}
     const resolved = spawnSync(host.node22, ['-e', `const r = require('module').createRequire(${JSON.stringify(path.join(installed, 'package.json'))}); const out = {}; for (const p of ${JSON.stringify(Object.keys(peers))}) { try { out[p] = require(r.resolve(p + '/package.json')).version } catch (e) { out[p] = null } } console.log(JSON.stringify(out))`], { env: s.env, encoding: 'utf8' })
@@ -239,7 +253,7 @@ export function profileCheck(pub, host, signal) {
     const dsh = Object.entries(versions).filter(([p]) => /^@deepseek-ai\/dsh-/.test(p))
     check(dsh.length > 0 && dsh.every(([, v]) => v === '0.1.0-rc.8'), `the profile's dsh-fold resolves DSH packages other than 0.1.0-rc.8: ${JSON.stringify(versions)}`)
     return {
-      summary: `dsh plugin add ${add.seconds.toFixed(1)} s, doctor ${doctor.output.match(/(\d+ of \d+) checks pass/)?.[1]}, try ${tried.seconds.toFixed(1)} s`,
+      summary: `dsh plugin add ${add.seconds.toFixed(1)} s, doctor ${doctor.output.match(/(\d+ of \d+) checks pass/)?.[1]}, try ${tried.seconds.toFixed(1)} s, try in a temporary home ${fresh.seconds.toFixed(1)} s`,
       notes: [onlyPublishedBinary(s.home, 'linux-x64-gnu', pub), `the DSH packages dsh-fold imports resolve, from the profile, to the host's: ${Object.entries(versions).map(([p, v]) => `${p}@${v}`).join(', ')}`, 'no warning from pnpm or dsh'],
     }
   })
@@ -250,7 +264,7 @@ export function profileCheck(pub, host, signal) {
  * @param {Published} pub @param {string} name @param {string} node @param {AbortSignal} [signal]
  */
 export function npmCheck(pub, name, node, signal) {
-  return inSandbox(name, { registry: pub.registry, node }, async (s) => {
+  return inSandbox(name, { registry: pub.registry, node, signal }, async (s) => {
     const project = path.join(s.home, 'project')
     mkdirSync(project)
     writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'project', private: true }))
@@ -276,7 +290,7 @@ function npmPlatformFlags(platform) {
  * @param {Published} pub @param {string} platform @param {AbortSignal} [signal]
  */
 export function platformCheck(pub, platform, signal) {
-  return inSandbox(platform, { registry: pub.registry, node: process.execPath }, async (s) => {
+  return inSandbox(platform, { registry: pub.registry, node: process.execPath, signal }, async (s) => {
     const project = path.join(s.home, 'project')
     mkdirSync(project)
     writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'project', private: true }))
@@ -307,8 +321,7 @@ export function platformCheck(pub, platform, signal) {
         const node = ensureForeignNode('linux-arm64')
         s.env.QEMU_LD_PREFIX = env.QEMU_LD_PREFIX
         symlinkSync(node, path.join(s.dir, 'bin', 'node-arm64'))
-        const script = "const m = require('dsh-fold'); console.log(JSON.stringify({node: process.version, arch: process.arch, binary: Object.keys(require.cache).find((f) => f.endsWith('.node')), codes: m.foldErrorCodes().length}))"
-        const r = await s.run(`node-arm64 -e ${JSON.stringify(script)}`, { cwd: project, signal })
+        const r = await s.run(`node-arm64 -e ${JSON.stringify(LOAD_SCRIPT)}`, { cwd: project, signal })
         check(r.code === 0, `Node for arm64 could not load it: ${r.output}`)
         const got = JSON.parse(r.output.split('\n').at(-1) ?? '{}')
         check(got.arch === 'arm64' && realpathSync(got.binary) === realpathSync(binary), `under qemu: ${r.output}`)

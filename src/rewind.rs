@@ -331,8 +331,12 @@ impl Driver {
                 // The first read of the file happens off the JS thread.
                 let (store, session) = (store.clone(), self.session_id.clone());
                 let fold = fold.clone();
+                let work = store.begin_work();
                 env.spawn_future_with_callback(
-                    async move { Ok(guard::future("rewind's mark lookup", fold::latest_mark(&store, &session)).await) },
+                    async move {
+                        let _work = work;
+                        Ok(guard::future("rewind's mark lookup", fold::latest_mark(&store, &session)).await)
+                    },
                     move |env, answer| {
                         fold.drive(env, "rewind.mark", |driver, env, fold| {
                             driver.waited = true;
@@ -480,6 +484,7 @@ impl Driver {
                             job,
                             target,
                             on_error,
+                            work: None,
                         },
                     ),
                     Err(e) => eprintln!("dsh-fold: {e}"),

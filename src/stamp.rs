@@ -38,6 +38,9 @@ pub struct Stamper {
     pub target: Target,
     /// `onStampError`, when the rewind was given one.
     pub on_error: Option<FunctionRef<(), ()>>,
+    /// The store's claim ([`fold_core::store::Store::begin_work`]) from the first try to the
+    /// last: `closeStore` waits for the stamp, its retries included. Set by [`start`].
+    pub work: Option<fold_core::store::Work>,
 }
 
 type Shared = Rc<RefCell<Option<Stamper>>>;
@@ -49,9 +52,13 @@ type Queued = CoreResult<Option<QueuedStamp>>;
 /// (from here on this process reads the mark folded, and later writes go after it), and its
 /// write's hop to another thread happens in a microtask, after the fold's own promise reactions:
 /// the code awaiting the fold resumes first.
-pub fn start(env: &Env, stamper: Stamper) {
+pub fn start(env: &Env, mut stamper: Stamper) {
     let queued = match &stamper.target {
-        Target::Store(store) => store.queue_stamp(&stamper.session_id, stamper.job.mark_id()),
+        Target::Store(store) => {
+            let store = store.clone();
+            stamper.work = Some(store.begin_work());
+            store.queue_stamp(&stamper.session_id, stamper.job.mark_id())
+        }
         Target::Service(_) => {
             let me: Shared = Rc::new(RefCell::new(Some(stamper)));
             return try_once(env, &me, None);

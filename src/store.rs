@@ -1,6 +1,12 @@
 //! The checkpoint store's exports: `mark`, `latestMark`, `hasActive`, `hasActiveSync`,
-//! `completeFold`, `listMarks`, `findMark`, `openStore` (what a plugin calls at mount) and
-//! `compactStore`.
+//! `completeFold`, `listMarks`, `findMark`, `openStore` (what a plugin calls at mount),
+//! `compactStore` and `closeStore` (what a plugin calls when it is disposed).
+//!
+//! Every call that may touch the files claims the store ([`Store::begin_work`]) on the JS
+//! thread, before its promise exists, until its file work is over; `closeStore` resolves once
+//! no claim is left: the calls before it (awaited or not), a fold's stamp and its retries, a
+//! background load and a journal fold included. After it nothing of this process touches the
+//! files until the next call, so the store's folder can be removed or the process can end.
 //!
 //! The JS thread never does file work here: reads answer from memory on the spot once the file
 //! is loaded; before that, the async reads wait for a load that runs off-thread, and
@@ -85,9 +91,13 @@ fn mark_checked<'e>(
     let log_length = arg_or_reject!(env, convert::integer(&log_length, "logLength", MAX_LOG_LENGTH));
     let objective = arg_or_reject!(env, convert::opt_string(objective.as_ref(), "objective"));
     let warned = store.clone();
+    let work = store.begin_work();
     promise(
         env,
-        async move { fold::mark(&store, &session_id, log_length, objective).await },
+        async move {
+            let _work = work;
+            fold::mark(&store, &session_id, log_length, objective).await
+        },
         move |env, m| {
             emit_warnings(env, &warned)?;
             Ok(NewMark {
@@ -124,9 +134,13 @@ fn latest_mark_checked<'e>(
     if let Some(answer) = store.latest_in_memory(&session_id) {
         return settled(env, answer.map(|m| m.map(MarkRecord::from)));
     }
+    let work = store.begin_work();
     promise(
         env,
-        async move { fold::latest_mark(&store, &session_id).await },
+        async move {
+            let _work = work;
+            fold::latest_mark(&store, &session_id).await
+        },
         |_, m| Ok(m.map(MarkRecord::from)),
     )
 }
@@ -152,9 +166,13 @@ fn has_active_checked<'e>(env: &'e Env, store: Unknown<'e>, session_id: Unknown<
     if let Some(Ok(active)) = store.has_active_in_memory(&session_id) {
         return settled(env, Ok(active));
     }
+    let work = store.begin_work();
     promise(
         env,
-        async move { off_thread(move || store.has_active(&session_id)).await },
+        async move {
+            let _work = work;
+            off_thread(move || store.has_active(&session_id)).await
+        },
         |_, active| Ok(active),
     )
 }
@@ -215,9 +233,13 @@ fn complete_fold_checked<'e>(
     let session_id = arg_or_reject!(env, convert::string(&session_id, "sessionId"));
     let mark_id = arg_or_reject!(env, convert::integer(&mark_id, "markId", MAX_MARK_ID));
     let warned = store.clone();
+    let work = store.begin_work();
     promise(
         env,
-        async move { fold::complete_fold(&store, &session_id, mark_id).await },
+        async move {
+            let _work = work;
+            fold::complete_fold(&store, &session_id, mark_id).await
+        },
         move |env, stamped| {
             emit_warnings(env, &warned)?;
             Ok(stamped)
@@ -245,9 +267,13 @@ fn list_marks_checked<'e>(
 ) -> Result<PromiseRaw<'e, Vec<MarkRecord>>> {
     let store = arg_or_reject!(env, convert::store(&store));
     let session_id = arg_or_reject!(env, convert::opt_string(session_id.as_ref(), "sessionId"));
+    let work = store.begin_work();
     promise(
         env,
-        async move { off_thread(move || store.list(session_id.as_deref())).await },
+        async move {
+            let _work = work;
+            off_thread(move || store.list(session_id.as_deref())).await
+        },
         |_, marks| Ok(marks.into_iter().map(MarkRecord::from).collect()),
     )
 }
@@ -277,9 +303,13 @@ fn find_mark_checked<'e>(
     if let Some(found) = store.find_in_memory(mark_id) {
         return settled(env, Ok(Some(MarkRecord::from(found))));
     }
+    let work = store.begin_work();
     promise(
         env,
-        async move { off_thread(move || store.find(mark_id)).await },
+        async move {
+            let _work = work;
+            off_thread(move || store.find(mark_id)).await
+        },
         |_, m| Ok(m.map(MarkRecord::from)),
     )
 }
@@ -297,9 +327,13 @@ pub fn open_store<'e>(env: &'e Env, store: Unknown<'e>) -> Result<PromiseRaw<'e,
 fn open_store_checked<'e>(env: &'e Env, store: Unknown<'e>) -> Result<PromiseRaw<'e, ()>> {
     let store = arg_or_reject!(env, convert::store(&store));
     let warned = store.clone();
+    let work = store.begin_work();
     promise(
         env,
-        async move { off_thread(move || store.open()).await },
+        async move {
+            let _work = work;
+            off_thread(move || store.open()).await
+        },
         move |env, ()| emit_warnings(env, &warned),
     )
 }
@@ -314,9 +348,38 @@ pub fn compact_store<'e>(env: &'e Env, store: Unknown<'e>) -> Result<PromiseRaw<
 fn compact_store_checked<'e>(env: &'e Env, store: Unknown<'e>) -> Result<PromiseRaw<'e, ()>> {
     let store = arg_or_reject!(env, convert::store(&store));
     let warned = store.clone();
+    let work = store.begin_work();
     promise(
         env,
-        async move { off_thread(move || store.compact()).await },
+        async move {
+            let _work = work;
+            off_thread(move || store.compact()).await
+        },
+        move |env, ()| emit_warnings(env, &warned),
+    )
+}
+
+/// Resolves once this process has no file work left on the store: every call made before it
+/// (awaited or not), a fold's stamp and its retries, a background load, a journal fold. What a
+/// checkpoint plugin calls when it is disposed, and what a program calls before it removes the
+/// store's folder. The store stays usable: a later call opens it again.
+#[napi(ts_args_type = "store: StoreRef", ts_return_type = "Promise<void>")]
+pub fn close_store<'e>(env: &'e Env, store: Unknown<'e>) -> Result<PromiseRaw<'e, ()>> {
+    crate::guard::rejecting(env, "closeStore", || close_store_checked(env, store))
+}
+
+fn close_store_checked<'e>(env: &'e Env, store: Unknown<'e>) -> Result<PromiseRaw<'e, ()>> {
+    let store = arg_or_reject!(env, convert::store(&store));
+    let warned = store.clone();
+    promise(
+        env,
+        async move {
+            off_thread(move || {
+                store.close();
+                Ok(())
+            })
+            .await
+        },
         move |env, ()| emit_warnings(env, &warned),
     )
 }

@@ -8,6 +8,8 @@ import { describe, it } from 'node:test'
 
 import { ManualCompactionError } from '@deepseek-ai/dsh-compaction'
 
+import { addon } from '../../plugin/shared/addon.js'
+
 import { agentOn, bootHost, compactionsOf, PressureModel, probe, prompt, protocolProblems, textOf } from './harness.mjs'
 
 /** A turn of `steps` steps, each probing two files, then a final answer. @param {number} steps */
@@ -225,6 +227,47 @@ describe('compactRegion and configuration', () => {
     assert.equal(result.shadowedSeqs.length, 4)
     assert.deepEqual(protocolProblems(agent.session.deriveMessages()), [])
     assert.equal(compactionsOf(agent.session)[0].start.data.turn, 1)
+  })
+
+  it('every entry point checks its range with DSH\'s toolPairingBalancedBefore/After at commit time: a planned range that would split a call from its result is refused, nothing written', async () => {
+    // The planner (the addon, on the session's mirror) made to return a range that starts at a
+    // tool result whose call stays outside: what a planner or mirror defect would hand over.
+    const plan = addon.planCompaction
+    /** The session being compacted. @type {any} */
+    let session
+    let split = 0
+    addon.planCompaction = (/** @type {any[]} */ ...args) => {
+      const p = plan(...args)
+      const seqs = p ? Array.from(p.seqs) : []
+      const at = seqs.findIndex((s, i) => i > 0 && session.events[s]?.type === 'tool/result')
+      if (at < 0) return p
+      split++
+      return { ...p, seqs: Uint32Array.from(seqs.slice(at)), start: seqs[at], startPos: p.startPos + at }
+    }
+    try {
+      // `/compact`: refused (`commit`), nothing appended.
+      const quiet = await bootHost({ model: new PressureModel({ contextWindow: 200_000, script: exploring(4) }) })
+      const manual = await agentOn(quiet)
+      session = manual.session
+      await prompt(manual, 'First task: map src/p.')
+      await prompt(manual, 'Second task: now src/q.')
+      const seq = session.seq
+      const refused = await quiet.compaction.compactNow(manual, AbortSignal.timeout(10_000)).then(() => null, (e) => e)
+      assert.ok(refused instanceof ManualCompactionError, String(refused))
+      assert.equal(refused.code, 'commit')
+      assert.match(String(refused.cause?.message), /toolPairingBalancedBefore\/After/)
+      assert.equal(session.seq, seq, 'nothing was appended: no bracket, no replacement')
+      // Pressure at the step boundaries of a real turn: every pass refused, the turn goes on uncompacted.
+      const pressed = await agentOn(await bootHost({ model: new PressureModel({ contextWindow: 8000, script: exploring(8) }) }))
+      session = pressed.session
+      const before = split
+      await prompt(pressed, 'Find why the checksum fails in src/p and fix it.')
+      assert.ok(split > before, 'pressure planned a compaction')
+      assert.deepEqual(compactionsOf(session), [])
+      assert.deepEqual(protocolProblems(session.deriveMessages()), [])
+    } finally {
+      addon.planCompaction = plan
+    }
   })
 
   it('fails at load on a bad configuration, naming the key', async () => {

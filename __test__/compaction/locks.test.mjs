@@ -7,8 +7,6 @@
  */
 import assert from 'node:assert/strict'
 import { tmpdir } from 'node:os'
-import path from 'node:path'
-import { mkdtempSync } from 'node:fs'
 import { describe, it } from 'node:test'
 
 import { ManualCompactionError } from '@deepseek-ai/dsh-compaction'
@@ -19,6 +17,7 @@ import { addon } from '../../plugin/shared/addon.js'
 import { isRewindReportSource } from '../../plugin/shared/session.js'
 import Checkpoint from '../../plugin/fold/checkpoint.js'
 import Rewind from '../../plugin/fold/rewind.js'
+import { tempStore } from '../helpers/tmp.mjs'
 import { agentOn, bootHost, compactionsOf, PressureModel, probe, prompt, protocolProblems } from './harness.mjs'
 import { planBlocks } from '../helpers/planners.mjs'
 
@@ -39,7 +38,7 @@ async function settledYet(/** @type {Promise<any>} */ promise) {
 }
 
 /** A fresh checkpoint store file. */
-const storeFile = () => path.join(mkdtempSync(path.join(tmpdir(), 'dsh-fold-')), 'storages', 'checkpoint.json')
+const storeFile = () => tempStore()
 
 /** Waits until `check()` holds. @param {() => boolean} check */
 async function until(check) {
@@ -132,7 +131,7 @@ describe('one lock shared with rewind and block mode', () => {
         return { text: 'Done.' }
       },
     })
-    const store = path.join(mkdtempSync(path.join(tmpdir(), 'dsh-fold-')), 'storages', 'checkpoint.json')
+    const store = tempStore()
     const root = await bootHost({
       model,
       config: { auto: false },

@@ -6,9 +6,6 @@
  * and for `/compact`.
  */
 import assert from 'node:assert/strict'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
 import { describe, it } from 'node:test'
 
 import { defineTool } from '@deepseek-ai/dsh-tools'
@@ -19,11 +16,12 @@ import Checkpoint from '../../plugin/fold/checkpoint.js'
 import Rewind from '../../plugin/fold/rewind.js'
 import { addon } from '../../plugin/shared/addon.js'
 import { mirrorOf } from '../../plugin/shared/mirror.js'
+import { tempStore } from '../helpers/tmp.mjs'
 import { agentOn, bootHost, compactionsOf, PressureModel, probe, prompt } from './harness.mjs'
 
 describe('the mirror and the snapshot give the same plan', () => {
   it('at every step boundary of a session with blocks, a mark, a fold and compactions', async () => {
-    const store = path.join(mkdtempSync(path.join(tmpdir(), 'dsh-fold-')), 'storages', 'checkpoint.json')
+    const store = tempStore()
     // Per turn: a checkpoint, probes, block-tagged calls, then (every other turn) a rewind.
     const script = (/** @type {any} */ _o, /** @type {number} */ n) => {
       const k = n % 9

@@ -35,6 +35,8 @@ import { createRequire } from 'node:module'
 import { join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 
+import { HOST_DISPOSE_LIMIT_MS } from './launch.mjs'
+
 const t0 = performance.now()
 const spec = JSON.parse(process.argv[2])
 const NAME = 'dsh'
@@ -107,7 +109,9 @@ const shutdown = (code, force) => {
     if (force) process.exit(code)
     return
   }
-  const timer = setTimeout(() => process.exit(code), 5000)
+  // The tree's disposal writes out the session log and closes the checkpoint store; a disposal
+  // that hangs must not keep the process (launch.mjs's stopGroup kills it some seconds later).
+  const timer = setTimeout(() => process.exit(code), HOST_DISPOSE_LIMIT_MS)
   pending = Promise.resolve().then(() => app?.fiber.dispose()).then(
     () => {
       clearTimeout(timer)

@@ -11,7 +11,9 @@
  * the `headless` and `web` profiles load. Idempotent: each part lives in a folder named by a
  * hash of its pins (`node-<hash>/`, `host-<hash>/`) and is ready only once its `.ready` stamp
  * exists, so a changed pin installs afresh and an interrupted install is redone (it installs
- * into a temp folder and renames it into place). Concurrent callers serialize on a
+ * into a temp folder `<kind>-<hash>.tmp-<pid>` and renames it into place). A fill that fails
+ * removes its temp folder; the temp folders of installers that died (kill -9, a power cut) are
+ * swept by the next call, while a live installer's stay. Concurrent callers serialize on a
  * `<kind>.lock` file holding the installer's pid; a dead holder's lock is broken. Needs only
  * Node (>= 20) and npm. Progress and the cold install time go to stderr, prefixed `log`'s way.
  *
@@ -90,6 +92,28 @@ function lock(cache, kind, log) {
   }
 }
 
+/** A cache entry that is an install in progress: `<kind>-<hash>.tmp-<pid>` (the pid is its installer's). */
+const TEMP_NAME = /^.+-[0-9a-f]{12}\.tmp-(\d+)$/
+
+/**
+ * Removes the temp folders of installers that are gone (each names its installer's pid); a live
+ * installer's stays. (A pid reused by another process keeps a dead installer's folder until that
+ * process ends too: the check errs on the side of keeping.)
+ * @param {string} cache
+ */
+function sweepDeadTemps(cache) {
+  let names
+  try {
+    names = readdirSync(cache)
+  } catch {
+    return // no cache yet
+  }
+  for (const name of names) {
+    const pid = Number(TEMP_NAME.exec(name)?.[1] ?? 0)
+    if (pid && pid !== process.pid && !alive(pid)) rmSync(path.join(cache, name), { recursive: true, force: true })
+  }
+}
+
 /**
  * Returns `<cache>/<kind>-<hash of pins>/`, filled by `fill(tmpDir)` first unless its `.ready`
  * stamp exists (the fill runs in a temp folder renamed into place, under the kind's lock; other
@@ -99,6 +123,7 @@ function lock(cache, kind, log) {
  */
 export function ensureCached({ cache, kind, pins, fill, log }) {
   const dir = path.join(cache, `${kind}-${stamp(pins)}`)
+  sweepDeadTemps(cache)
   if (existsSync(path.join(dir, '.ready'))) return dir
   mkdirSync(cache, { recursive: true })
   const unlock = lock(cache, kind, log)
@@ -108,14 +133,21 @@ export function ensureCached({ cache, kind, pins, fill, log }) {
     rmSync(tmp, { recursive: true, force: true })
     mkdirSync(tmp)
     const t0 = performance.now()
-    fill(tmp)
+    try {
+      fill(tmp)
+      writeFileSync(path.join(tmp, '.ready'), JSON.stringify({ pins, at: new Date().toISOString() }))
+    } catch (e) {
+      rmSync(tmp, { recursive: true, force: true })
+      throw e
+    }
     log(`cold install of ${kind} took ${((performance.now() - t0) / 1000).toFixed(1)} s`)
-    writeFileSync(path.join(tmp, '.ready'), JSON.stringify({ pins, at: new Date().toISOString() }))
     rmSync(dir, { recursive: true, force: true })
     renameSync(tmp, dir)
-    // Drop other versions of this kind (stale pins, dead temp folders).
+    // Drop other versions of this kind (stale pins; `<kind>-<hash>` exactly, so a kind named
+    // like another's prefix keeps its folders); temp folders are the sweep's.
     for (const name of readdirSync(cache)) {
-      if (name.startsWith(`${kind}-`) && path.join(cache, name) !== dir && !name.startsWith(`${kind}-${stamp(pins)}`)) rmSync(path.join(cache, name), { recursive: true, force: true })
+      const version = name.startsWith(`${kind}-`) && /^[0-9a-f]{12}$/.test(name.slice(kind.length + 1))
+      if (version && path.join(cache, name) !== dir) rmSync(path.join(cache, name), { recursive: true, force: true })
     }
     return dir
   } finally {

@@ -6,11 +6,17 @@
  * `runProfile` composition minus the user-patch watchers); nothing here imports a host package.
  *
  * - `bootScript` is the path of `boot.mjs`; `bootSpec(...)` its argument.
- * - `runBoot({node22, dshPackage, spec, env, cwd, timeoutMs})` spawns it and resolves
- *   `{code, signal, timedOut, ms, stdout, stderr}` (never rejects for a host failure: an exit is
- *   data); the whole process group is killed when it exits or times out (shells the agent
- *   started die with it). `onStart(pid)` gets the group's id, `onOutput(chunk, stream)` the
- *   output as it arrives.
+ * - `runBoot({node22, dshPackage, spec, env, cwd, timeoutMs, interrupt})` spawns it and resolves
+ *   `{code, signal, timedOut, interrupted, ms, stdout, stderr}` (never rejects for a host
+ *   failure: an exit is data). A timeout, or the `interrupt` signal aborting (a Ctrl-C of the
+ *   caller: the host runs in its own process group, so the terminal's SIGINT never reaches it),
+ *   stops the host gracefully (`stopGroup`); whatever is left of its group when it exits is
+ *   killed (shells the agent started die with it). `onStart(pid)` gets the group's id,
+ *   `onOutput(chunk, stream)` the output as it arrives.
+ * - `stopGroup(pid, exited, {signal, graceMs})` is the one graceful stop of a host (and of any
+ *   process group we started that runs one: the web harness, the docs test's servers): the
+ *   signal to the group, the leader's exit awaited for at most `HOST_SHUTDOWN_GRACE_MS`, then
+ *   SIGKILL; `killGroup(pid, signal)` sends one signal to a group that may be gone.
  * - `initProfile(...)` creates `$DSH_HOME/profiles/<name>/` as the `dsh` bin does on first use.
  * - `installBundles(profileDir, tarballs)` installs `npm pack` tarballs into a profile the way
  *   `dsh plugin --profile NAME add` does, with npm in pnpm's place: `file:` dependencies in
@@ -25,6 +31,51 @@ import { execFileSync, spawn } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+
+/**
+ * How long boot.mjs lets the host's own shutdown (the disposal of its plugin tree, which writes
+ * out the session log and closes the checkpoint store) run after a SIGINT or SIGTERM before it
+ * exits anyway: the 5 s the `dsh` launcher gives it (`PROCESS_SHUTDOWN_TIMEOUT_MS` in
+ * @deepseek-ai/dsh 0.1.0-rc.8), so a host run by dsh-fold shuts down as one run by `dsh`.
+ */
+export const HOST_DISPOSE_LIMIT_MS = 5_000
+
+/**
+ * How long a stopped host gets to exit before its group is killed: boot.mjs's own limit on its
+ * shutdown, plus 5 s for what follows it on a loaded machine (the process's exit, the event
+ * loop's last callbacks). A host that is still there after it is stuck past its own limit.
+ */
+export const HOST_SHUTDOWN_GRACE_MS = HOST_DISPOSE_LIMIT_MS + 5_000
+
+/** Sends `signal` to the process group `pid`; a group already gone is no error. @param {number} pid @param {NodeJS.Signals} signal */
+export function killGroup(pid, signal) {
+  try {
+    process.kill(-pid, signal)
+  } catch {
+    // ESRCH: the group is gone
+  }
+}
+
+/**
+ * Stops the process group led by `pid` gracefully: `signal` to the group, the leader's exit
+ * awaited (`exited`) for at most `graceMs`, then SIGKILL to the group; once the leader has
+ * exited, SIGKILL to what is left of the group (children it left behind). Resolves with what
+ * `exited` resolves to. Idempotent enough to call twice (a second call signals again).
+ * @template T
+ * @param {number} pid @param {Promise<T>} exited
+ * @param {{signal?: NodeJS.Signals, graceMs?: number}} [options]
+ * @returns {Promise<T>}
+ */
+export async function stopGroup(pid, exited, { signal = 'SIGTERM', graceMs = HOST_SHUTDOWN_GRACE_MS } = {}) {
+  killGroup(pid, signal)
+  const timer = setTimeout(() => killGroup(pid, 'SIGKILL'), graceMs)
+  try {
+    return await exited
+  } finally {
+    clearTimeout(timer)
+    killGroup(pid, 'SIGKILL')
+  }
+}
 
 /** The boot script, run with Node >= 22. */
 export const bootScript = fileURLToPath(new URL('./boot.mjs', import.meta.url))
@@ -119,6 +170,7 @@ export function installBundles(profileDir, tarballs, { log = (m) => process.stde
  * @property {number | null} code
  * @property {NodeJS.Signals | null} signal
  * @property {boolean} timedOut
+ * @property {boolean} interrupted the `interrupt` signal stopped it (or it was aborted before the start: nothing ran)
  * @property {number} ms
  * @property {string} stdout
  * @property {string} stderr
@@ -127,12 +179,17 @@ export function installBundles(profileDir, tarballs, { log = (m) => process.stde
 /**
  * Runs the boot script on Node 22 in its own process group.
  * @param {{node22: string, dshPackage: string, spec: object, env: Record<string, string>, cwd: string,
- *   timeoutMs?: number, onStart?: (pid: number) => void, onOutput?: (chunk: string, stream: 'stdout' | 'stderr') => void}} options
+ *   timeoutMs?: number, interrupt?: AbortSignal, onStart?: (pid: number) => void,
+ *   onOutput?: (chunk: string, stream: 'stdout' | 'stderr') => void}} options
  * @returns {Promise<BootResult>}
  */
-export function runBoot({ node22, dshPackage, spec, env, cwd, timeoutMs = 120_000, onStart, onOutput }) {
+export function runBoot({ node22, dshPackage, spec, env, cwd, timeoutMs = 120_000, interrupt, onStart, onOutput }) {
   return new Promise((resolvePromise) => {
     const t0 = performance.now()
+    if (interrupt?.aborted) {
+      resolvePromise({ code: null, signal: null, timedOut: false, interrupted: true, ms: 0, stdout: '', stderr: '' })
+      return
+    }
     const child = spawn(node22, [bootScript, JSON.stringify({ ...spec, dshPackage })], { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
     if (child.pid !== undefined) onStart?.(child.pid)
     let stdout = ''
@@ -146,40 +203,51 @@ export function runBoot({ node22, dshPackage, spec, env, cwd, timeoutMs = 120_00
       onOutput?.(d, 'stderr')
     })
     let timedOut = false
-    const kill = (/** @type {NodeJS.Signals} */ sig) => {
-      try {
-        if (child.pid !== undefined) process.kill(-child.pid, sig)
-      } catch {
-        // ESRCH: the group is already gone
-      }
+    let interrupted = false
+    /** @type {Promise<void>} */
+    const closed = new Promise((resolveClosed) => child.on('close', () => resolveClosed()))
+    const stop = (/** @type {NodeJS.Signals} */ signal) => {
+      if (child.pid !== undefined) stopGroup(child.pid, closed, { signal })
     }
     const timer = setTimeout(() => {
       timedOut = true
-      kill('SIGTERM')
-      setTimeout(() => kill('SIGKILL'), 3000).unref()
+      stop('SIGTERM')
     }, timeoutMs)
-    // A caller that dies first (Ctrl-C on `dsh-fold try`) takes the host's group with it.
-    const orphanGuard = () => kill('SIGKILL')
+    // The caller's Ctrl-C: SIGINT, as a terminal would send a host in the foreground.
+    const onInterrupt = () => {
+      interrupted = true
+      stop('SIGINT')
+    }
+    interrupt?.addEventListener('abort', onInterrupt, { once: true })
+    // A caller that exits without stopping the host (a crash, process.exit) takes the group with it.
+    const orphanGuard = () => {
+      if (child.pid !== undefined) killGroup(child.pid, 'SIGKILL')
+    }
     process.once('exit', orphanGuard)
     child.on('error', (e) => {
       stderr += `${e.message}\n`
     })
     child.on('close', (code, signal) => {
       clearTimeout(timer)
+      interrupt?.removeEventListener('abort', onInterrupt)
       process.off('exit', orphanGuard)
-      kill('SIGKILL')
-      resolvePromise({ code, signal, timedOut, ms: Math.round(performance.now() - t0), stdout, stderr })
+      if (child.pid !== undefined) killGroup(child.pid, 'SIGKILL') // what the host left in its group
+      resolvePromise({ code, signal, timedOut, interrupted, ms: Math.round(performance.now() - t0), stdout, stderr })
     })
   })
 }
 
 /**
  * Creates `$DSH_HOME/profiles/<profile>/` (and the host's fallback links) as the `dsh` bin does.
- * @param {{node22: string, dshPackage: string, profile: string, env: Record<string, string>, cwd: string}} options
+ * Resolves `false` when `interrupt` stopped it.
+ * @param {{node22: string, dshPackage: string, profile: string, env: Record<string, string>, cwd: string,
+ *   interrupt?: AbortSignal, onStart?: (pid: number) => void}} options
  */
-export async function initProfile({ node22, dshPackage, profile, env, cwd }) {
-  const init = await runBoot({ node22, dshPackage, env, cwd, timeoutMs: 60_000, spec: { mode: 'init', profile } })
+export async function initProfile({ node22, dshPackage, profile, env, cwd, interrupt, onStart }) {
+  const init = await runBoot({ node22, dshPackage, env, cwd, timeoutMs: 60_000, interrupt, onStart, spec: { mode: 'init', profile } })
+  if (init.interrupted) return false
   if (init.code !== 0) throw new Error(`creating the ${profile} profile failed (exit ${init.code}): ${init.stderr.trim()}`)
+  return true
 }
 
 /**

@@ -21,7 +21,9 @@
  *   `data: [DONE]`). `arguments` may be a string or a value (JSON-encoded).
  *   `finish` defaults to `tool_calls` when there are calls, else `stop`.
  *   A reply `{httpStatus, error}` answers with that status and error text
- *   instead. A script that throws gets a 500 and lands in `violations` too.
+ *   instead. A reply with `hang: true` streams its chunks but never finishes: no finish
+ *   chunk, no `[DONE]`, the response left open (a model stalled mid-answer) until `close()`.
+ *   A script that throws gets a 500 and lands in `violations` too.
  *
  * The host also asks the same endpoint for a session title (no tools, small
  * `max_tokens`): `isTitleRequest(body)` tells those apart, and
@@ -124,8 +126,9 @@ export async function startModelServer (script) {
     }
     if (reply?.httpStatus) return fail(res, reply.httpStatus, reply.error ?? 'scripted error', 'scripted')
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' })
-    for (const payload of chunksOf(reply ?? {}, body, `cmpl-${index}`)) res.write(`data: ${JSON.stringify(payload)}\n\n`)
-    res.end('data: [DONE]\n\n')
+    const payloads = chunksOf(reply ?? {}, body, `cmpl-${index}`)
+    for (const payload of reply?.hang ? payloads.slice(0, -1) : payloads) res.write(`data: ${JSON.stringify(payload)}\n\n`)
+    if (!reply?.hang) res.end('data: [DONE]\n\n')
   })
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
   const { port } = server.address()

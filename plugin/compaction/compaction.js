@@ -5,8 +5,9 @@
  * model's structure and needs no model call.
  *
  * Contract (DSH's, `@deepseek-ai/dsh-compaction` README "Surface contract" and "Blocking"):
- * - one transaction for every entry point: the range is validated (balanced edges, checked with
- *   the package's `toolPairingBalancedBefore/After`), the durable lock checked — a live
+ * - one transaction for every entry point (`compactIfNeeded`, `compactNow`, `compactRegion`):
+ *   the range is validated at commit time (balanced edges, checked with the package's
+ *   `toolPairingBalancedBefore/After` on the surface as it is then), the durable lock checked — a live
  *   `compaction/start` (no end, no later `session/end-seed`) is `busy` — and a rewind holding the
  *   session's fold lock makes a compaction decline (`busy` for `/compact`, `null` under
  *   pressure); then `compaction/start` is appended synchronously, the summary written, and
@@ -343,6 +344,13 @@ export default class FoldCompactionEngine extends CompactionEngine {
       if (turn === null) throw new Error('compaction: no open turn — automatic compaction events must be enclosed in a turn')
     }
     const seqs = Array.from(plan.seqs)
+    // DSH's own pairing rule on the range as the surface has it now, at commit time for every
+    // entry point (the plan was made on the mirror): an unbalanced cut is refused before the
+    // bracket, so nothing is written.
+    if (!pairingBalanced(session, seqs)) {
+      const why = new Error(`${trigger} compaction: the planned range ${plan.start}..${plan.end} is not balanced by DSH's toolPairingBalancedBefore/After (it would split a tool call from its result); nothing was written`)
+      throw manual ? new ManualCompactionError('commit', 'manual compaction did not commit cleanly', { cause: why }) : why
+    }
     const shadowedTokenCount = measurement.nodes.slice(plan.startPos, plan.endPos).reduce((n, /** @type {any} */ node) => n + node.tokens, 0)
     const before = [...session.surface.nodes]
     const compactionId = CompactionId(randomUUID())
@@ -474,11 +482,21 @@ export default class FoldCompactionEngine extends CompactionEngine {
     if (!manual) return nodes.length === before.length && before.every((s, i) => nodes[i] === s)
     const at = nodes.indexOf(seqs[0])
     if (at < 0 || !seqs.every((s, i) => nodes[at + i] === s)) return false
-    try {
-      return toolPairingBalancedBefore(session, seqs[0]) && toolPairingBalancedAfter(session, seqs[seqs.length - 1])
-    } catch {
-      // A seq no longer on the surface: changed.
-      return false
-    }
+    return pairingBalanced(session, seqs)
+  }
+}
+
+/**
+ * Whether a range of surface seqs has balanced edges by DSH's rule: no tool call crosses the cut
+ * before its first seq or after its last.
+ * @param {any} session @param {number[]} seqs
+ */
+function pairingBalanced(session, seqs) {
+  if (seqs.length === 0) return false
+  try {
+    return toolPairingBalancedBefore(session, seqs[0]) && toolPairingBalancedAfter(session, seqs[seqs.length - 1])
+  } catch {
+    // A seq no longer on the surface, or a result without its call: not a cut DSH would take.
+    return false
   }
 }

@@ -7,7 +7,8 @@
  * taken, the anchor the fold starts after. Marks live in the addon's durable store
  * (`$DSH_HOME/storages/checkpoint.json` by default), never in the session log, so the
  * request prefix is untouched (KV-cache neutral) and the log stays core vocabulary.
- * Every promise resolves only after the mark is on disk.
+ * Every promise resolves only after the mark is on disk; the plugin's disposal resolves only after
+ * every write of the store this process started (a fold's stamp included) is on disk.
  *
  * What the model reads (`./words.js`): the tool's description (what, when, when not, returns —
  * naming the rewind row's tool, or saying a mark changes nothing when no rewind row is mounted)
@@ -66,6 +67,10 @@ export default class CheckpointService extends Service {
     this.store = { path: config.store ?? defaultStorePath(), maxMarksPerSession: config.maxMarksPerSession, maxAgeDays: config.maxAgeDays }
     // Load the store off the JS thread now, so the first turn's reads answer from memory.
     addon.openStore(this.store).catch((/** @type {any} */ e) => ctx.logger?.warn?.(`checkpoint store not loaded at mount: ${e?.message ?? e}`))
+    // At disposal (the host's shutdown, a reload), close it: the disposal waits for the store's
+    // writes still in flight — a fold's stamp is written after the fold resolved — so none
+    // lands after the host has gone.
+    ctx.effect(() => () => addon.closeStore(this.store).catch((/** @type {any} */ e) => ctx.logger?.warn?.(`checkpoint store not closed: ${e?.message ?? e}`)), 'dsh-fold/checkpoint: the store, closed at disposal')
     /** The model-facing tool name (the rewind row's texts name it). */
     this.toolName = config.toolName
     // The prompt section that says when to checkpoint is the rewind row's: it names both tools,

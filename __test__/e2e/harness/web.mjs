@@ -18,8 +18,9 @@
  *
  * `api(method, payload)` is the browser's own transport: `POST /api/<method>` with a
  * `client-request` envelope; it resolves the `value` of an `ok` result and throws with
- * the host's error otherwise. `stop()` sends SIGTERM to the host's process group, then
- * SIGKILL after 5 s, and resolves when the process has exited; `cleanup()` removes the
+ * the host's error otherwise. `stop()` stops the host the one graceful way (launch.mjs's
+ * `stopGroup`: SIGTERM to its process group, SIGKILL after `HOST_SHUTDOWN_GRACE_MS`) and
+ * resolves when the process has exited; `cleanup()` removes the
  * temp root (call it after `stop()`). A caller process that exits without `stop()` kills the
  * host's group on its way out.
  */
@@ -29,7 +30,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ensureHost } from './install.mjs'
 import { hostEnv, installBundles, runBoot, toPatchList } from './host.mjs'
-import { bootScript, dshPackageOf } from '../../../bin/host/launch.mjs'
+import { bootScript, dshPackageOf, killGroup, stopGroup } from '../../../bin/host/launch.mjs'
 
 const READY_LINE = /dsh web: (http:\/\/127\.0\.0\.1:\d+)/
 
@@ -68,19 +69,11 @@ export async function startWebHost ({ baseUrl, bundles = [], patchRows = [], env
   let stderr = ''
   /** @type {Promise<{code: number | null, signal: string | null}>} */
   const exited = new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal })))
-  const killGroup = (/** @type {NodeJS.Signals} */ sig) => { try { process.kill(-child.pid, sig) } catch { /* ESRCH: already gone */ } }
   // A caller that dies without stop() (a crash, an uncaught assertion) must not leave a server behind.
-  const orphanGuard = () => killGroup('SIGKILL')
+  const orphanGuard = () => killGroup(child.pid, 'SIGKILL')
   process.once('exit', orphanGuard)
   exited.then(() => process.off('exit', orphanGuard))
-  const stop = async () => {
-    killGroup('SIGTERM')
-    const timer = setTimeout(() => killGroup('SIGKILL'), 5000)
-    const result = await exited
-    clearTimeout(timer)
-    killGroup('SIGKILL') // shells the agent started die with the host
-    return result
-  }
+  const stop = () => stopGroup(child.pid, exited)
   const url = await new Promise((resolve, reject) => {
     const fail = (/** @type {string} */ why) => { stop().then(() => reject(new Error(`${why}\nstdout: ${stdout}\nstderr: ${stderr.slice(-6000)}`))) }
     const timer = setTimeout(() => fail(`the web host printed no URL within ${readyMs} ms`), readyMs)

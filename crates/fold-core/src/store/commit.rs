@@ -49,7 +49,10 @@ pub(super) struct Queue {
 impl Store {
     /// Queues `op` for the next group commit and waits for its result. The first caller to
     /// find no write in flight becomes the leader and writes every op queued so far.
+    /// As the leader, it also folds the journal into the store file after the batch's other
+    /// callers have their answers; its [`super::Work`] covers that, so a close waits for it.
     pub(super) fn submit(&self, op: Op) -> Result<Outcome> {
+        let _work = self.begin_work();
         let ticket = self.enqueue(op);
         self.wait_for(ticket)
     }

@@ -37,6 +37,10 @@
 //! - Stamps say what they did ([`Stamp`]), so a caller can retry one safely.
 //! - Pruning (limits per path, [`Store::register_limits`]) happens in memory at every write and
 //!   in the file at every rewrite, so the files stay within about twice the pruned store.
+//! - Closing ([`Store::close`]) waits for every operation of this process that holds a [`Work`]
+//!   on the store ([`Store::begin_work`]): after it, nothing of this process touches the files
+//!   until the next operation, so the store's folder can be removed or the process can exit. A
+//!   closed store stays usable; the next operation opens it again.
 
 mod commit;
 mod document;
@@ -48,6 +52,7 @@ mod journal;
 mod sys;
 #[cfg(test)]
 mod tests;
+mod work;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -59,6 +64,8 @@ use self::commit::{Op, Outcome, Queue};
 use self::document::Document;
 pub use self::document::MarkRecord;
 use self::file::{DiskView, Held};
+use self::work::InFlight;
+pub use self::work::Work;
 use crate::error::{FoldError, Result};
 
 /// The storage unit name and the layout version this build writes (it reads 1 and 2).
@@ -182,6 +189,8 @@ pub struct QueuedStamp {
     ticket: u64,
     session_id: String,
     mark_id: u64,
+    /// Until the stamp is written ([`Store::finish_stamp`]), [`Store::close`] waits for it.
+    _work: Work,
 }
 
 impl QueuedStamp {
@@ -211,6 +220,8 @@ pub struct Store {
     temp_counter: AtomicU64,
     /// Whether this process already swept the temp files of dead writers.
     swept: AtomicBool,
+    /// The operations of this process in flight on the files ([`Store::close`] waits for them).
+    in_flight: Arc<InFlight>,
     /// Failures a test asked for (see [`sys::Faults`]); none in production.
     faults: sys::Faults,
 }
@@ -280,6 +291,7 @@ impl Store {
             loading: AtomicBool::new(false),
             temp_counter: AtomicU64::new(0),
             swept: AtomicBool::new(false),
+            in_flight: Arc::default(),
             faults: sys::Faults::from_env(),
         }
     }
@@ -401,6 +413,7 @@ impl Store {
             ticket,
             session_id: session_id.to_owned(),
             mark_id,
+            _work: self.begin_work(),
         }))
     }
 
@@ -495,6 +508,7 @@ impl Store {
         if self.is_loaded() {
             return Ok(());
         }
+        let _work = self.begin_work();
         let mut disk = lock(&self.disk);
         if self.is_loaded() {
             return Ok(()); // another thread loaded it while we waited
@@ -518,21 +532,41 @@ impl Store {
     }
 
     /// Starts loading the file on a thread of its own unless it is loaded or loading, and
-    /// returns at once. For callers on the JS thread that cannot wait (`hasActiveSync`).
+    /// returns at once. For callers on the JS thread that cannot wait (`hasActiveSync`); the load
+    /// counts as in flight until it is over ([`Store::close`] waits for it).
     pub fn start_loading(self: &Arc<Self>) {
         if self.is_loaded() || self.loading.swap(true, Ordering::SeqCst) {
             return;
         }
         let store = self.clone();
+        let work = self.begin_work();
         let spawned = std::thread::Builder::new()
             .name("dsh-fold-store-load".into())
             .spawn(move || {
                 let _ = store.load();
                 store.loading.store(false, Ordering::SeqCst);
+                drop(work);
             });
         if spawned.is_err() {
             self.loading.store(false, Ordering::SeqCst);
         }
+    }
+
+    /// Claims the store's files for one operation until the returned [`Work`] is dropped:
+    /// [`Store::close`] waits for it. Take it before the operation's first file work (on the
+    /// caller's thread, so a close that starts later cannot miss it) and drop it after its last,
+    /// including work done after its callers have their answer (a stamp queued by a fold, its
+    /// retries).
+    pub fn begin_work(&self) -> Work {
+        self.in_flight.begin()
+    }
+
+    /// Waits until no operation of this process holds a [`Work`] on the store: every write,
+    /// stamp, load, listing and journal fold started before the call has finished touching the
+    /// files. Blocks the calling thread (call it off the JS thread). The store stays usable:
+    /// the next operation opens it again.
+    pub fn close(&self) {
+        self.in_flight.wait_idle();
     }
 
     /// What a host calls when it starts using the store (a plugin's mount): loads it, so the
@@ -543,6 +577,7 @@ impl Store {
     /// # Errors
     /// As [`Store::load`].
     pub fn open(&self) -> Result<()> {
+        let _work = self.begin_work();
         self.load()?;
         let pending = {
             let disk = lock(&self.disk);
@@ -563,6 +598,7 @@ impl Store {
     /// # Errors
     /// `STORE_*` when the files cannot be read or written (the journal keeps every change).
     pub fn compact(&self) -> Result<()> {
+        let _work = self.begin_work();
         self.compact_now()
     }
 
@@ -575,6 +611,7 @@ impl Store {
         if let Some(s) = session_id {
             check_session_id(s)?;
         }
+        let _work = self.begin_work();
         let mut disk = lock(&self.disk);
         self.read_shared(&mut disk)?;
         // Listed outside the memory lock (copying 100,000 marks takes milliseconds a reader
@@ -615,6 +652,7 @@ impl Store {
     /// # Errors
     /// `STORE_*` when the files cannot be read.
     pub fn find(&self, mark_id: u64) -> Result<Option<MarkRecord>> {
+        let _work = self.begin_work();
         let mut disk = lock(&self.disk);
         self.read_shared(&mut disk)?;
         drop(disk);

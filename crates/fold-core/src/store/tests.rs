@@ -714,3 +714,64 @@ fn a_queued_stamp_that_fails_reads_active_again_and_can_be_retried() {
     fs::write(&store.journal_path, &before).unwrap();
     assert_eq!(store.stamp("s", mark.id).unwrap(), Stamp::Stamped);
 }
+
+#[test]
+fn close_waits_for_a_queued_stamp_and_then_nothing_touches_the_files() {
+    let (dir, store) = temp_store();
+    let store = Arc::new(store);
+    let mark = store.mark("s", 1, None).unwrap();
+    let queued = store.queue_stamp("s", mark.id).unwrap().unwrap();
+    let (closed_tx, closed) = std::sync::mpsc::channel();
+    let closer = {
+        let store = store.clone();
+        std::thread::spawn(move || {
+            store.close();
+            closed_tx.send(()).unwrap();
+        })
+    };
+    // While the stamp is queued, close does not return (it cannot return early: the stamp's
+    // Work is held until finish_stamp ends).
+    assert_eq!(
+        closed.recv_timeout(std::time::Duration::from_millis(100)),
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+    );
+    assert_eq!(store.finish_stamp(queued).unwrap(), Stamp::Stamped);
+    closed.recv().unwrap();
+    closer.join().unwrap();
+    // Closed: the folder can go, and nothing of this process brings a file back.
+    fs::remove_dir_all(dir.path().join("storages")).unwrap();
+    store.close();
+    assert!(!dir.path().join("storages").exists());
+    // A closed store stays usable.
+    assert!(
+        store.latest("s").unwrap().unwrap().folded_at.is_some(),
+        "memory keeps the stamp"
+    );
+}
+
+#[test]
+fn a_store_used_and_closed_leaves_only_its_documented_files() {
+    let (dir, store) = temp_store();
+    let store = Arc::new(store);
+    store.open().unwrap();
+    let mark = store.mark("s", 1, Some("look")).unwrap();
+    store.start_loading();
+    let queued = store.queue_stamp("s", mark.id).unwrap().unwrap();
+    store.finish_stamp(queued).unwrap();
+    store.list(None).unwrap();
+    store.find(mark.id).unwrap();
+    store.compact().unwrap();
+    store.close();
+    let mut files: Vec<String> = fs::read_dir(dir.path().join("storages"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    files.sort();
+    // docs/store.md: the store file, its journal and its lock file, nothing else.
+    assert!(
+        files
+            .iter()
+            .all(|f| ["checkpoint.json", "checkpoint.json.journal", "checkpoint.json.lock"].contains(&f.as_str())),
+        "{files:?}"
+    );
+}
