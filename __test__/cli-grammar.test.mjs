@@ -71,5 +71,9 @@ describe('the grammar each usage text declares', () => {
     assert.equal(error(['pick', '--mode']), '64 --mode needs a value')
     assert.equal(error(['pick', '--json']), '64 unknown option --json')
     assert.equal(error(['pick']), 'parsed')
+    // Names an object has by inheritance are not commands (they crashed the parser with a
+    // TypeError, exit 70, when the commands were a plain object).
+    for (const name of ['toString', '__proto__', 'constructor', 'hasOwnProperty']) assert.equal(error([name]).split('\n')[0], `64 unknown command ${name}`)
+    assert.equal(cli.help('toString'), cli.help())
   })
 })
