@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url'
 import { TokenMeter } from '@deepseek-ai/dsh-token-meter'
 import { defineTool } from '@deepseek-ai/dsh-tools'
 
-import { DEFAULT_PRICES, findFolds, walkRequests } from '../bin/economics.mjs'
+import { DEFAULT_PRICES, findFolds, walkRequests } from '../bin/economics-price.mjs'
 import { addon } from '../plugin/shared/addon.js'
 import { writeCommit } from '../plugin/block/commit.js'
 import { Checkpoint, INSTRUCTIONS, Recall, Rewind } from '../plugin/index.js'
