@@ -40,13 +40,12 @@ import { HarnessError, boundContextSummary, createUserMessage } from '@deepseek-
 import Schema from '@deepseek-ai/schemastery'
 
 import { addon } from '../shared/addon.js'
-import { blockIdsOrNone, codedError, normalizeBlockIds, normalizeDescription, normalizeSummary, normalizeTimeout, MAX_DESCRIPTION_CHARS } from './args.js'
+import { blockIdsOrNone, callBlockIds, codedError, normalizeBlockIds, normalizeDescription, normalizeSummary, normalizeTimeout, MAX_DESCRIPTION_CHARS } from './args.js'
 import { writeCommit, writeFailure } from './commit.js'
 import { recallHint, recallToolName } from '../recall/hint.js'
 import { languageOf } from '../shared/language.js'
 import { runtimeName, wordsOf } from './words.js'
 import { SessionBlocks } from './log.js'
-import { callBlockIds } from './surface.js'
 import { mirrorOf, mountMirror, trackBlockTool, useMeter, withLog } from '../shared/mirror.js'
 
 /**

@@ -55,7 +55,7 @@ export function blockCommitTargets(B) {
 }
 
 /**
- * Figure 7's section: warm and first plans against round 2's snapshot path and a plain JS pass.
+ * Figure 7's section: warm and first plans against a plain JS pass over the surface.
  * @param {any} B the block section's result
  * @returns {string[]} Markdown lines
  */
@@ -65,16 +65,15 @@ export function blockPlanSection(B) {
   L.push(
     'One synchronous call on the JS thread: the session\'s mirror (in step: the plugin checks it) handed to `planBlockSummary`, which reads the block surface off it and applies the rules — no snapshot crosses — for the normal case: the current block closed from inside its last program, right after that result landed. ' +
       '**warm**: the mirror described the session as it was appended; **first call**: a fresh replay the plugin never saw (the first summary after a restore or fork: its mirror is described inside the call; the very first in the process shown apart). ' +
-      'Baselines interleaved with the warm plans: round 2\'s path (the v2 snapshot built in JS by `blockSnapshot`, decoded by `planBlockSummary`), and one plain JS pass reading each surface node\'s event. Method: bench/block.mjs.',
+      'Baseline interleaved with the warm plans: one plain JS pass reading each surface node\'s event (the least any JS-side planner does). Method: bench/block.mjs.',
     '',
   )
-  L.push('| session | surface nodes | ids | replaced | warm: total | mirror check | plan | first call | first in process | round 2: snapshot + plan | JS pass over the surface | warm / round 2 |')
-  L.push('|---|---|---|---|---|---|---|---|---|---|---|---|')
+  L.push('| session | surface nodes | ids | replaced | warm: total | mirror check | plan | first call | first in process | JS pass over the surface | warm / JS pass |')
+  L.push('|---|---|---|---|---|---|---|---|---|---|---|')
   for (const s of B.shapes) {
-    const base = s.baseline.snapshotPlan ?? s.baseline.rewindSelect
     L.push(
       `| ${s.events} events, ${s.name} | ${s.surfaceNodes} (${s.summaries} summaries) | ${s.ids} | ${s.replaced} | ${fmtSpread(s.warm.total)} | ${fmtSpread(s.warm.snapshot)} | ${fmtSpread(s.warm.plan)} | ${fmtSpread(s.first.total)} | ${fmtUs(s.first.firstInProcess)} | ` +
-        `${fmtSpread(base)} | ${fmtSpread(s.baseline.jsPass)} | ${fmtX(s.warm.total.median / base.median)} |`,
+        `${fmtSpread(s.baseline.jsPass)} | ${fmtX(s.warm.total.median / s.baseline.jsPass.median)} |`,
     )
   }
   L.push('', `Repetitions: ${B.shapes.map((/** @type {any} */ s) => `${s.warm.n} warm, ${s.first.n} first calls`).join('; ')}.`, '')
