@@ -16,12 +16,11 @@ export interface StoreOptions {
 /**
  * The session side of a fold, called on the JS thread.
  *
- * The surface: a host with a session mirror hands it over as `mirror` (in step with the session
+ * The surface: the host hands its session's mirror over as `mirror` (in step with the session
  * when `rewind` is called) and names the rewind call's assistant message as `current`; the region
  * is then read off the mirror with no callback. `snapshot(anchor)` is called instead when there is
  * no `mirror`, or when the fold had to wait for its mark (the session may have moved): it returns
- * the mirror brought back in step, or a snapshot (the fold's anchor is the mark's log length: a
- * node no fold from it can reach may carry 0 chars).
+ * the mirror brought back in step (the fold's anchor is the mark's log length).
  *
  * `summarize` is called up to `maxSummarizationRetries + 1` times, and what it returns is awaited
  * as `await` does (a promise, any thenable, or the reply itself; a thenable's first callback
@@ -33,7 +32,7 @@ export interface StoreOptions {
 export interface RewindHost {
   mirror?: SessionMirror
   current?: number
-  snapshot(anchor: number): Uint32Array | SessionMirror
+  snapshot(anchor: number): SessionMirror
   summarize(region: FoldRegion, attempt: number): PromiseLike<string | SummaryReply> | string | SummaryReply
   commit(plan: FoldPlan): 'committed' | 'changed'
 }
@@ -201,7 +200,8 @@ export declare class SessionMirror {
   /** Approximate heap bytes the mirror holds. */
   heapBytes(): number
   /**
-   * A canonical description of everything a planner reads (tests compare two mirrors by it);
+   * A canonical description of everything a planner reads, as JSON (tests compare two
+   * mirrors by it, and read a mirror's facts off it: `fold_core::mirror::Canonical`);
    * `nodeIds: false` leaves out the nodes' block ids (a mirror rebuilt from its surface knows
    * the ids a compaction covered only when block mode had every event described).
    */
@@ -220,11 +220,11 @@ export interface BlockCommitPlan {
   remaining: string[]
   /** The targets, in request order. */
   closed: string[]
-  /** With a session mirror: the replaced nodes' model-visible chars. */
-  chars?: number
+  /** The replaced nodes' model-visible chars. */
+  chars: number
   /**
-   * With a session mirror whose nodes a token meter priced: the replaced nodes' token price
-   * (the commit's shadow price).
+   * When a token meter priced the mirror's nodes: the replaced nodes' token price (the
+   * commit's shadow price).
    */
   tokens?: number
 }
@@ -491,26 +491,25 @@ export declare function openStore(store: StoreRef): Promise<void>
  * Plans a block summary of `targets` requested at log length `requestSeq`: what it replaces now,
  * or why it must wait. Pure and synchronous; writes nothing.
  */
-export declare function planBlockSummary(sessionId: string, snapshot: SessionMirror | Uint32Array, targets: string[], requestSeq: number): BlockPlan
+export declare function planBlockSummary(sessionId: string, mirror: SessionMirror, targets: string[], requestSeq: number): BlockPlan
 
 /**
  * Plans a compaction: what it replaces and how its summary is made, or `null` when no useful
- * range exists. Reads the session's mirror (with `overlay`) or a compaction snapshot. Pure and
- * synchronous; writes nothing.
+ * range exists. Reads the session's mirror with `overlay`. Pure and synchronous; writes nothing.
  */
-export declare function planCompaction(source: SessionMirror | Uint32Array, params: CompactionParams, overlay?: CompactionOverlay): CompactionPlan | null
+export declare function planCompaction(mirror: SessionMirror, params: CompactionParams, overlay: CompactionOverlay): CompactionPlan | null
 
 /**
  * The items and budget of an explicit range of surface positions `[start, end)` (DSH's
  * `compactRegion`). Pure and synchronous; writes nothing.
  */
-export declare function planCompactionRange(source: SessionMirror | Uint32Array, params: CompactionParams, start: number, end: number, overlay?: CompactionOverlay): CompactionPlan
+export declare function planCompactionRange(mirror: SessionMirror, params: CompactionParams, start: number, end: number, overlay: CompactionOverlay): CompactionPlan
 
 /**
- * The commit-time check: does the surface (a snapshot, or a session mirror with the same
- * `current` as the selection) still select exactly `plan`'s region?
+ * The commit-time check: does the session's mirror (with the same `current` as the selection)
+ * still select exactly `plan`'s region?
  */
-export declare function planMatches(plan: FoldPlan | FoldRegion, surface: Uint32Array | SessionMirror, current?: number | null): boolean
+export declare function planMatches(plan: FoldPlan | FoldRegion, mirror: SessionMirror, current?: number | null): boolean
 
 /** The lines of `texts` that match `query` (see the module contract). */
 export declare function recallSearch(texts: string[], query: string, maxHits?: number | null): RecallSearch
@@ -596,11 +595,11 @@ export interface RewindResult {
 }
 
 /**
- * Region selection alone, synchronously: what a fold at `anchor` would replace right now, on a
- * snapshot or a session mirror. With a mirror, `current` is the seq of the assistant node
- * carrying the rewind call (absent: inferred, as a snapshot's `NONE`).
+ * Region selection alone, synchronously: what a fold at `anchor` would replace right now, read
+ * off the session's mirror. `current` is the seq of the assistant node carrying the rewind call
+ * (absent: inferred, the last assistant node when it has no call or an unanswered one).
  */
-export declare function selectRegion(surface: Uint32Array | SessionMirror, anchor: number, current?: number | null): FoldRegion
+export declare function selectRegion(mirror: SessionMirror, anchor: number, current?: number | null): FoldRegion
 
 /** What `summarize` resolves to (or just the report string). */
 export interface SummaryReply {

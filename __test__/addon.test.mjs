@@ -1,6 +1,6 @@
 // The addon's API surface beyond the store verbs (see store.test.mjs): region selection and the
-// commit check on hand-encoded snapshots, the coded errors, sync/async parity, loading in a
-// worker thread, and rewind's argument validation (rejected promises, never throws).
+// commit check on session mirrors written by hand, the coded errors, sync/async parity, loading in
+// a worker thread, and rewind's argument validation (rejected promises, never throws).
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { mkdirSync, writeFileSync } from 'node:fs'
@@ -11,6 +11,7 @@ import { Worker } from 'node:worker_threads'
 import { addon, addonPath } from '../plugin/shared/addon.js'
 import { withTimeout } from '../plugin/fold/summarize.js'
 import { tempStore } from './helpers/dsh.mjs'
+import { handMirror, handWords } from './helpers/mirror-records.mjs'
 
 const fold = addon
 
@@ -19,31 +20,25 @@ const NOTHING_AFTER_MARK = 'no surface nodes after the checkpoint mark'
 const NOTHING_BEFORE_REWIND = 'no surface nodes between the checkpoint mark and the rewind call'
 const REFERENCE_CODES = ['NO_CHECKPOINT', 'EMPTY_REGION', 'UNBALANCED', 'FOLD_IN_PROGRESS', 'CHANGED', 'SHRINK']
 
-// ---- the snapshot format of crates/fold-core/src/surface.rs, encoded by hand ---------------
+// ---- surfaces as session mirrors, written by hand (__test__/helpers/mirror-records.mjs) --------
 
 /** A user node. */
-const u = (seq, extra = {}) => ({ seq, kind: 1, ...extra })
+const u = (seq, extra = {}) => ({ seq, kind: 1, chars: 10, ...extra })
 /** An assistant node opening `opens` tool calls. */
-const a = (seq, opens = 0, extra = {}) => ({ seq, kind: 2, link: opens, ...extra })
+const a = (seq, opens = 0, extra = {}) => ({ seq, kind: 2, chars: 10, link: opens, ...extra })
 /** A tool result answering a call of assistant `opener` (undefined: unknown call). */
-const r = (seq, opener, extra = {}) => ({ seq, kind: 3, link: opener === undefined ? 0 : opener + 1, ...extra })
+const r = (seq, opener, extra = {}) => ({ seq, kind: 3, chars: 10, link: opener === undefined ? 0 : opener + 1, ...extra })
 
 /**
- * Encodes a snapshot: header [FORMAT, eventCount, current, N], 5 words per node
- * [seq, origin, kind, chars, link], then [R] and 7 words per report
- * [seq, markIdLow, markIdHigh, foldedNodes, startSeq, endSeq, foldedChars].
+ * The surface `nodes` (in model order) as a session's mirror, and the rewind call's message.
  * @param {{seq: number, kind: number, origin?: number, chars?: number, link?: number}[]} nodes
- * @param {{events?: number, current?: number, reports?: number[][], format?: number}} [options]
+ * @param {{events?: number, current?: number, others?: any[]}} [options]
  */
-function encode(nodes, { events, current = NONE, reports = [], format = 1 } = {}) {
-  const words = [format, events ?? Math.max(-1, ...nodes.map((n) => n.seq)) + 1, current, nodes.length]
-  for (const n of nodes) words.push(n.seq, n.origin ?? n.seq, n.kind, n.chars ?? 10, n.link ?? 0)
-  words.push(reports.length)
-  for (const report of reports) words.push(...report)
-  return new Uint32Array(words)
+const surface = (nodes, { events, current, others } = {}) => ({ mirror: handMirror(nodes, { events, others }), current })
+const select = (nodes, anchor, options) => {
+  const s = surface(nodes, options)
+  return fold.selectRegion(s.mirror, anchor, s.current)
 }
-
-const select = (nodes, anchor, options) => fold.selectRegion(encode(nodes, options), anchor)
 const seqsOf = (region) => Array.from(region.seqs)
 
 const isCoded = (code, message) => (e) => {
@@ -59,7 +54,7 @@ const isCoded = (code, message) => (e) => {
 // The usual shape: request, checkpoint call (mark mid-call: anchor 2), its result, exploration.
 const MID_CALL = [u(0), a(1, 1), r(2, 1), a(3, 1), r(4, 3), a(5, 1), r(6, 5), a(7, 1)]
 
-describe('selectRegion on hand-encoded snapshots', () => {
+describe('selectRegion on session mirrors written by hand', () => {
   it('returns the FoldRegion: balanced span after the anchor, the checkpoint pair kept, the rewind call excluded', () => {
     const region = select(MID_CALL, 2, { current: 7 })
     assert.ok(region.seqs instanceof Uint32Array)
@@ -134,109 +129,98 @@ describe('selectRegion on hand-encoded snapshots', () => {
     assert.deepEqual(seqsOf(select(MID_CALL, 2)), [3, 4, 5, 6])
   })
 
-  it('reports on the surface are validated and do not change the selection', () => {
-    const nodes = [...MID_CALL.slice(0, 7), u(8, { origin: 3 }), a(9, 1)]
-    assert.deepEqual(seqsOf(select(nodes, 2, { current: 9, reports: [[8, 1, 0, 2, 3, 4, 20]] })), [3, 4, 5, 6, 8])
+  it('reports on the surface do not change the selection', () => {
+    const nodes = [...MID_CALL.slice(0, 7), u(8, { origin: 3, report: { markId: 1, sources: [3, 4] } }), a(9, 1)]
+    assert.deepEqual(seqsOf(select(nodes, 2, { current: 9 })), [3, 4, 5, 6, 8])
   })
 
-  it('reads a Uint32Array view at an offset, and a huge claimed event count without a huge allocation', () => {
-    const words = encode(MID_CALL, { current: 7 })
-    const buffer = new ArrayBuffer((words.length + 3) * 4)
-    const view = new Uint32Array(buffer, 12, words.length)
-    view.set(words)
-    new Uint32Array(buffer, 0, 3).fill(0xdead)
-    assert.deepEqual(seqsOf(fold.selectRegion(view, 2)), [3, 4, 5, 6])
+  it('a mirror claiming a huge log (a host bug) answers without a huge allocation', () => {
     const big = [u(4_000_000_000), a(4_000_000_001, 1), r(4_000_000_002, 4_000_000_001), a(4_000_000_003, 1)]
     assert.deepEqual(seqsOf(select(big, 4_000_000_001, { events: 0xffff_fff0, current: 4_000_000_003 })), [4_000_000_001, 4_000_000_002])
   })
 
+  // What no session's mirror can hold: refused when the host describes it, or when a planner reads it.
   const invalid = [
-    ['an empty array', () => new Uint32Array(0)],
-    ['a header only', () => new Uint32Array([1, 0, NONE, 0])],
-    ['another format', () => encode(MID_CALL, { format: 2 })],
-    ['more nodes claimed than present', () => { const w = encode(MID_CALL); w[3] = 99; return w }],
-    ['trailing words', () => new Uint32Array([...encode(MID_CALL), 0])],
-    ['a report count that does not match', () => { const w = encode(MID_CALL); w[w.length - 1] = 1; return w }],
-    ['a seq at the event count', () => encode(MID_CALL, { events: 7 })],
-    ['a repeated seq', () => encode([u(0), u(0)])],
-    ['an origin after its seq', () => encode([u(0, { origin: 1 }), u(1)])],
-    ['an unknown kind', () => encode([{ seq: 0, kind: 7 }])],
-    ['a user node with a link', () => encode([u(0, { link: 1 })])],
-    ['a result linked to a later event', () => encode([r(0, 1), a(1, 1)])],
-    ['a result linked to its own seq', () => encode([u(0), r(1, 1)])],
-    ['a result linked to a user node', () => encode([u(0), r(1, 0)])],
-    ['more results than calls', () => encode([a(0, 1), r(1, 0), r(2, 0)])],
-    ['a current seq not on the surface', () => encode(MID_CALL, { events: 20, current: 15 })],
-    ['a current seq that is not an assistant', () => encode(MID_CALL, { current: 2 })],
-    ['a report not on the surface', () => encode(MID_CALL, { reports: [[12, 1, 0, 1, 3, 3, 10]], events: 13 })],
+    ['a seq at the event count', () => surface(MID_CALL, { events: 7 }), /is not below the event count 7/],
+    ['a repeated seq', () => surface([u(0), u(0)]), /event 0 is described twice/],
+    ['an origin after its seq', () => surface([u(0, { origin: 1 }), u(1)]), /origin 1 is after its seq/],
+    ['a user node with a link', () => surface([u(0, { link: 1 })]), /a User node cannot link to calls/],
+    ['a result linked to a later event', () => surface([r(0, 1), a(1, 1)]), /answers a call of later event 1/],
+    ['a result linked to its own seq', () => surface([u(0), r(1, 1)]), /answers a call of later event 1/],
+    ['a result linked to a user node', () => surface([u(0), r(1, 0)]), /linked to 0 which is not an assistant node/],
+    ['more results than calls', () => surface([a(0, 1), r(1, 0), r(2, 0)]), /has more results than its 1 call/],
+    ['a current seq not on the surface', () => surface(MID_CALL, { events: 20, current: 15 }), /current seq 15 is not on the surface/],
+    ['a current seq that is not an assistant', () => surface(MID_CALL, { current: 2 }), /current seq 2 is not an assistant node/],
   ]
-  for (const [name, words] of invalid) {
-    it(`invalid snapshot: ${name} → INVALID_ARGUMENT, thrown synchronously`, () => {
-      assert.throws(() => fold.selectRegion(words(), 0), isCoded('INVALID_ARGUMENT', /^invalid surface snapshot: /))
+  for (const [name, build, message] of invalid) {
+    it(`a mirror with ${name} → INVALID_ARGUMENT, thrown synchronously`, () => {
+      assert.throws(() => {
+        const s = build()
+        fold.selectRegion(s.mirror, 0, s.current)
+      }, isCoded('INVALID_ARGUMENT', message))
     })
   }
 
-  const notSnapshots = [
-    ['an Array', () => Array.from(encode(MID_CALL))],
-    ['an Int32Array', () => new Int32Array(encode(MID_CALL))],
-    ['a Float64Array', () => new Float64Array(encode(MID_CALL))],
-    ['a Buffer', () => Buffer.from(encode(MID_CALL).buffer)],
-    ['an ArrayBuffer', () => encode(MID_CALL).buffer],
-    ['a JSON string', () => JSON.stringify(Array.from(encode(MID_CALL)))],
+  const notMirrors = [
+    ['a v1 snapshot (a Uint32Array)', () => new Uint32Array([1, 3, NONE, 0, 0])],
+    ['an Array', () => [1, 3, NONE, 0, 0]],
+    ['a plain object', () => ({ eventCount: 3 })],
+    ['a JSON string', () => '[1,3]'],
     ['null', () => null],
     ['undefined', () => undefined],
   ]
-  for (const [name, value] of notSnapshots) {
-    it(`a snapshot that is ${name} → INVALID_ARGUMENT`, () => {
-      assert.throws(() => fold.selectRegion(value(), 2), isCoded('INVALID_ARGUMENT', /snapshot must be a Uint32Array/))
-      assert.throws(() => fold.planMatches({ anchor: 2, seqs: new Uint32Array([3]) }, value()), isCoded('INVALID_ARGUMENT'))
+  for (const [name, value] of notMirrors) {
+    it(`a surface that is ${name} → INVALID_ARGUMENT`, () => {
+      const expected = /mirror must be the session's SessionMirror \(plugin\/shared\/mirror\.js: mirrorOf\(session\)\.native\), got /
+      assert.throws(() => fold.selectRegion(value(), 2), isCoded('INVALID_ARGUMENT', expected))
+      assert.throws(() => fold.planMatches({ anchor: 2, seqs: new Uint32Array([3]) }, value()), isCoded('INVALID_ARGUMENT', expected))
     })
   }
 
   for (const [name, anchor] of [['negative', -1], ['fractional', 1.5], ['NaN', NaN], ['Infinity', Infinity], ['a string', '2'], ['a bigint', 2n], ['over u32', 2 ** 32], ['missing', undefined]]) {
     it(`an anchor that is ${name} → INVALID_ARGUMENT`, () => {
-      assert.throws(() => fold.selectRegion(encode(MID_CALL), anchor), isCoded('INVALID_ARGUMENT', /anchor/))
+      assert.throws(() => fold.selectRegion(surface(MID_CALL).mirror, anchor), isCoded('INVALID_ARGUMENT', /anchor/))
     })
   }
 })
 
 describe('planMatches: the commit-time check', () => {
-  const snapshot = encode(MID_CALL, { current: 7 })
+  const { mirror } = surface(MID_CALL)
+  const matches = (plan, nodes, options = {}) => fold.planMatches(plan, surface(nodes, options).mirror, 7)
 
   it('holds for the region just selected, as a FoldRegion or a plain {anchor, seqs}', () => {
-    const region = fold.selectRegion(snapshot, 2)
-    assert.equal(fold.planMatches(region, snapshot), true)
-    assert.equal(fold.planMatches({ anchor: 2, seqs: new Uint32Array([3, 4, 5, 6]) }, snapshot), true)
+    const region = fold.selectRegion(mirror, 2, 7)
+    assert.equal(fold.planMatches(region, mirror, 7), true)
+    assert.equal(fold.planMatches({ anchor: 2, seqs: new Uint32Array([3, 4, 5, 6]) }, mirror, 7), true)
     // a FoldPlan carries more fields; only anchor and seqs matter
-    assert.equal(fold.planMatches({ ...region, markId: 9, report: 'r', reportChars: 1 }, snapshot), true)
-    // a fresh snapshot with more nodes after the current one still matches
-    assert.equal(fold.planMatches(region, encode([...MID_CALL, r(8, 7)], { current: 7 })), true)
+    assert.equal(fold.planMatches({ ...region, markId: 9, report: 'r', reportChars: 1 }, mirror, 7), true)
+    // a surface with more nodes after the current one still matches
+    assert.equal(matches(region, [...MID_CALL, r(8, 7)]), true)
   })
 
   it('fails when the region moved: another anchor, other seqs, a replace inside, a new node inside', () => {
-    const region = fold.selectRegion(snapshot, 2)
-    assert.equal(fold.planMatches({ anchor: 4, seqs: region.seqs }, snapshot), false)
-    assert.equal(fold.planMatches({ anchor: 2, seqs: new Uint32Array([3, 4]) }, snapshot), false)
-    assert.equal(fold.planMatches({ anchor: 2, seqs: new Uint32Array([]) }, snapshot), false)
+    const region = fold.selectRegion(mirror, 2, 7)
+    assert.equal(fold.planMatches({ anchor: 4, seqs: region.seqs }, mirror, 7), false)
+    assert.equal(fold.planMatches({ anchor: 2, seqs: new Uint32Array([3, 4]) }, mirror, 7), false)
+    assert.equal(fold.planMatches({ anchor: 2, seqs: new Uint32Array([]) }, mirror, 7), false)
     const compacted = [u(0), a(1, 1), r(2, 1), u(8, { origin: 3 }), a(5, 1), r(6, 5), a(7, 1)]
-    assert.equal(fold.planMatches(region, encode(compacted, { current: 7 })), false)
+    assert.equal(matches(region, compacted), false)
     // (a node of kind other: a user message or an answer after the last tool work stays out)
     const grown = [...MID_CALL.slice(0, 7), { seq: 8, kind: 0 }, a(7, 1)]
-    assert.equal(fold.planMatches(region, encode(grown, { current: 7, events: 9 })), false)
+    assert.equal(matches(region, grown, { events: 9 }), false)
   })
 
-  it('is false, not a throw, when the fresh surface selects nothing', () => {
-    const region = fold.selectRegion(snapshot, 2)
+  it('is false, not a throw, when the surface now selects nothing', () => {
+    const region = fold.selectRegion(mirror, 2, 7)
     const folded = [u(0), a(1, 1), r(2, 1), u(8, { origin: 3 }), a(7, 1)]
-    assert.equal(fold.planMatches({ anchor: 9, seqs: region.seqs }, encode(folded, { current: 7 })), false)
-    assert.equal(fold.planMatches(region, encode([u(0), a(1, 1), r(2, 1), a(3, 2), r(4, 3), a(7, 1)], { current: 7 })), false)
+    assert.equal(fold.planMatches({ anchor: 9, seqs: region.seqs }, surface(folded).mirror, 7), false)
+    assert.equal(matches(region, [u(0), a(1, 1), r(2, 1), a(3, 2), r(4, 3), a(7, 1)]), false)
   })
 
-  it('throws INVALID_ARGUMENT for a bad plan or snapshot', () => {
+  it('throws INVALID_ARGUMENT for a bad plan', () => {
     for (const plan of [null, undefined, 3, 'plan', {}, { anchor: 2 }, { anchor: -1, seqs: new Uint32Array([3]) }, { anchor: 2, seqs: [3, 4, 5, 6] }, { anchor: 2, seqs: new Int32Array([3]) }]) {
-      assert.throws(() => fold.planMatches(plan, snapshot), isCoded('INVALID_ARGUMENT'), `plan ${String(plan && JSON.stringify(plan))}`)
+      assert.throws(() => fold.planMatches(plan, mirror, 7), isCoded('INVALID_ARGUMENT'), `plan ${String(plan && JSON.stringify(plan))}`)
     }
-    assert.throws(() => fold.planMatches({ anchor: 2, seqs: new Uint32Array([3]) }, encode([u(0), u(0)])), isCoded('INVALID_ARGUMENT', /appears twice/))
   })
 })
 
@@ -374,16 +358,19 @@ describe('worker_threads', () => {
 
   it('loads the addon and runs mark + selectRegion (and coded errors) in a worker', async () => {
     const store = tempStore()
-    const snapshot = Array.from(encode(MID_CALL, { current: 7 }))
+    const { load, log } = handWords(MID_CALL)
     const value = await inWorker(
       `
       const m = await fold.mark(data.store, 'worker-session', 2, 'from a worker')
-      const region = fold.selectRegion(new Uint32Array(data.snapshot), m.logLength)
+      const mirror = new fold.SessionMirror()
+      mirror.load(new Uint32Array(data.load))
+      mirror.loadLog(0xffffffff, new Uint32Array(data.log))
+      const region = fold.selectRegion(mirror, m.logLength, 7)
       let error
       try { fold.selectRegion(new Uint32Array(1), 0) } catch (e) { error = { code: e.code, name: e.name, isFoldError: fold.isFoldError(e), isError: e instanceof Error } }
-      return { m, seqs: Array.from(region.seqs), isU32: region.seqs instanceof Uint32Array, matches: fold.planMatches(region, new Uint32Array(data.snapshot)), active: fold.hasActiveSync(data.store, 'worker-session'), error }
+      return { m, seqs: Array.from(region.seqs), isU32: region.seqs instanceof Uint32Array, matches: fold.planMatches(region, mirror, 7), active: fold.hasActiveSync(data.store, 'worker-session'), error }
       `,
-      { store, snapshot },
+      { store, load: Array.from(load), log: Array.from(log) },
     )
     assert.deepEqual(value, {
       m: { id: 1, logLength: 2 },
@@ -413,20 +400,24 @@ describe('worker_threads', () => {
 
   it('a worker terminated while its rewind waits on the summarizer does not take the process down', async () => {
     const store = tempStore()
-    const snapshot = Array.from(encode(MID_CALL, { current: 7 }))
+    const { load, log } = handWords(MID_CALL)
     const source = `
       const { parentPort, workerData: data } = require('node:worker_threads')
       const fold = require(data.addonPath)
       // The fold waits on JS continuations only; keep the worker alive until it is terminated.
       setInterval(() => {}, 1000)
       fold.mark(data.store, 'w', 2).then(() => {
+        const mirror = new fold.SessionMirror()
+        mirror.load(new Uint32Array(data.load))
+        mirror.loadLog(0xffffffff, new Uint32Array(data.log))
         fold.rewind(data.store, 'w', {
-          snapshot: () => new Uint32Array(data.snapshot),
+          current: 7,
+          snapshot: () => mirror,
           summarize: () => { parentPort.postMessage('summarizing'); return new Promise(() => {}) },
           commit: () => 'committed',
         }).catch(() => {})
       })`
-    const worker = new Worker(source, { eval: true, workerData: { addonPath, store, snapshot } })
+    const worker = new Worker(source, { eval: true, workerData: { addonPath, store, load: Array.from(load), log: Array.from(log) } })
     await new Promise((resolve, reject) => {
       worker.on('message', resolve)
       worker.on('error', reject)
@@ -434,13 +425,14 @@ describe('worker_threads', () => {
     assert.equal(await worker.terminate(), 1)
     // the main thread keeps working, and the mark is still active: nothing was written
     assert.equal(await fold.hasActive(store, 'w'), true)
-    assert.deepEqual(seqsOf(fold.selectRegion(new Uint32Array(snapshot), 2)), [3, 4, 5, 6])
+    assert.deepEqual(seqsOf(select(MID_CALL, 2, { current: 7 })), [3, 4, 5, 6])
   })
 })
 
 describe('rewind argument validation: rejected with INVALID_ARGUMENT, never thrown', () => {
-  const snapshot = encode(MID_CALL, { current: 7 })
+  const { mirror: snapshot } = surface(MID_CALL)
   const host = (counter = { snapshot: 0 }) => ({
+    current: 7,
     snapshot: () => {
       counter.snapshot++
       return snapshot
@@ -528,8 +520,8 @@ describe('rewind argument validation: rejected with INVALID_ARGUMENT, never thro
     const boom = new Error('snapshot exploded')
     await rejects([s, 'h', { ...host(), snapshot: () => { throw boom } }], 'HOST_FAILED', /snapshot exploded/)
     assert.equal((await fold.rewind(s, 'h', { ...host(), snapshot: () => { throw boom } }).catch((e) => e)).cause, boom)
-    await rejects([s, 'h', { ...host(), snapshot: () => Array.from(snapshot) }], 'HOST_FAILED', /snapshot\(\) returned garbage/)
-    await rejects([s, 'h', { ...host(), snapshot: () => new Uint32Array([1, 2]) }], 'INVALID_ARGUMENT', /invalid surface snapshot/)
+    await rejects([s, 'h', { ...host(), snapshot: () => [snapshot] }], 'HOST_FAILED', /snapshot\(\) returned garbage: mirror must be the session's SessionMirror/)
+    await rejects([s, 'h', { ...host(), snapshot: () => new Uint32Array([1, 3, NONE, 0, 0]) }], 'HOST_FAILED', /snapshot\(\) returned garbage: mirror must be the session's SessionMirror .*got object/)
     const commitBoom = new Error('append rejected')
     const failed = await fold.rewind(s, 'h', { ...host(), commit: () => { throw commitBoom } }).catch((e) => e)
     assert.ok(isCoded('HOST_FAILED', /append rejected/)(failed))
@@ -567,8 +559,10 @@ describe('rewind argument validation: rejected with INVALID_ARGUMENT, never thro
     const script = `
       const fold = require(${JSON.stringify(addonPath)})
       const store = ${JSON.stringify(tempStore())}
-      const snapshot = new Uint32Array(${JSON.stringify(Array.from(snapshot))})
-      const host = { snapshot: () => snapshot, summarize: async () => 'report', commit: () => 'committed' }
+      const mirror = new fold.SessionMirror()
+      mirror.load(new Uint32Array(${JSON.stringify(Array.from(handWords(MID_CALL).load))}))
+      mirror.loadLog(0xffffffff, new Uint32Array(0))
+      const host = { current: 7, snapshot: () => mirror, summarize: async () => 'report', commit: () => 'committed' }
       const out = []
       ;(async () => { await fold.mark(store, 's', 2); ${body} })().then(
         () => process.stdout.write(JSON.stringify(out)),
@@ -641,11 +635,11 @@ describe('rewind argument validation: rejected with INVALID_ARGUMENT, never thro
 })
 
 describe('what JS hands back is awaited as `await` does, and every fold settles', () => {
-  const snapshot = encode(MID_CALL, { current: 7 })
+  const { mirror } = surface(MID_CALL)
   /** @param {object} [over] */
   const host = (over = {}) => {
     const calls = { commit: 0 }
-    return { calls, snapshot: () => snapshot, summarize: async () => 'report', commit: () => (calls.commit++, 'committed'), ...over }
+    return { calls, current: 7, snapshot: () => mirror, summarize: async () => 'report', commit: () => (calls.commit++, 'committed'), ...over }
   }
   /**
    * `promise`, or a rejection saying it never settled: a liveness bound far above anything a
@@ -731,8 +725,8 @@ describe('what JS hands back is awaited as `await` does, and every fold settles'
 })
 
 describe('rewind over a checkpoint service (the reference-shaped ctx.checkpoint)', () => {
-  const snapshot = encode(MID_CALL, { current: 7 })
-  const host = () => ({ snapshot: () => snapshot, summarize: async () => 'report', commit: () => 'committed' })
+  const { mirror: snapshot } = surface(MID_CALL)
+  const host = () => ({ current: 7, snapshot: () => snapshot, summarize: async () => 'report', commit: () => 'committed' })
   /** A service with one mark of session 's' at anchor 2; `over` replaces its methods. */
   const service = (over = {}) => {
     const calls = { latest: 0, complete: /** @type {any[]} */ ([]) }
@@ -831,9 +825,10 @@ describe('rewind over a checkpoint service (the reference-shaped ctx.checkpoint)
 })
 
 describe('rewind driven from the JS thread', () => {
-  const snapshot = encode(MID_CALL, { current: 7 })
+  // No `current`: the last assistant node, its call unanswered, is the rewind's step.
+  const { mirror: snapshot } = surface(MID_CALL)
 
-  it('takes the snapshot and selects the region before rewind returns, when the store is in memory', async () => {
+  it('reads the mirror and selects the region before rewind returns, when the store is in memory', async () => {
     const s = tempStore()
     await fold.mark(s, 'sync', 2)
     /** @type {string[]} */

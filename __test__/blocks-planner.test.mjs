@@ -1,19 +1,23 @@
-// The block planner through the addon (`planBlockSummary`) on snapshots that `blockSnapshot`
-// builds from REAL DeepSeek Harness Sessions (@deepseek-ai/dsh-session 0.1.0-rc.8): the seed's
-// algebra committed for real in DSH's compaction vocabulary, each rule as the log shows it, every
-// bad argument, the lock a rewind holds, and the rewind's v1 snapshot still working beside v2.
+// The block planner through the addon (`planBlockSummary`) on the mirrors of REAL DeepSeek Harness
+// Sessions (@deepseek-ai/dsh-session 0.1.0-rc.8), block ids tracked as block mode tracks them
+// (plugin/shared/mirror.js, `trackBlockTool`): the seed's algebra committed for real in DSH's
+// compaction vocabulary, each rule as the log shows it, every bad argument, the lock a rewind
+// holds, and rewind's region read off the same mirror.
 // Planning writes nothing: every test checks the log and the surface are unchanged by it.
 import assert from 'node:assert/strict'
 import { createRequire } from 'node:module'
 import path from 'node:path'
-import { describe, it } from 'node:test'
+import { after, describe, it } from 'node:test'
 
-import { blockSnapshot, describeBlockSession } from '../plugin/block/surface.js'
-import { surfaceSnapshot } from '../plugin/shared/surface.js'
+import { callBlockIds } from '../plugin/block/args.js'
+import { trackBlockTool, withLog } from '../plugin/shared/mirror.js'
 import { SessionBuilder, createUserMessage, protocolProblems, tempStore } from './helpers/dsh.mjs'
 
 const require = createRequire(import.meta.url)
 const fold = require(path.resolve(import.meta.dirname, '..'))
+
+// Block mode's tool carries block ids, in every mirror of this process (as while the plugin is mounted).
+after(trackBlockTool('block_run_code', callBlockIds))
 
 let sessions = 0
 const builder = (name = 'b') => new SessionBuilder(`blocks-${name}-${process.pid}-${++sessions}`)
@@ -45,19 +49,22 @@ function step(b, callArgs, { answer = true, text = 'working on it' } = {}) {
 /** A block step of one call naming `ids`. @param {SessionBuilder} b @param {...string} ids */
 const block = (b, ...ids) => step(b, [{ ids }])
 
+/** The session's mirror as block mode hands it over: in step, its log index known. */
+const mirror = (/** @type {SessionBuilder} */ b) => withLog(b.session).native
+
 /** Plans on the session now and checks that planning changed nothing. */
-function plan(b, targets, requestSeq = b.seq, options) {
+function plan(b, targets, requestSeq = b.seq) {
   const before = { seq: b.session.seq, nodes: [...b.session.surface.nodes] }
   try {
-    return fold.planBlockSummary(b.session.id, blockSnapshot(b.session, options), targets, requestSeq)
+    return fold.planBlockSummary(b.session.id, mirror(b), targets, requestSeq)
   } finally {
     assert.deepEqual({ seq: b.session.seq, nodes: [...b.session.surface.nodes] }, before, 'planning writes nothing')
   }
 }
 
 /** The commit plan, or a failed assertion. */
-function commitPlan(b, targets, requestSeq, options) {
-  const p = plan(b, targets, requestSeq, options)
+function commitPlan(b, targets, requestSeq) {
+  const p = plan(b, targets, requestSeq)
   assert.equal(p.status, 'commit', JSON.stringify(p))
   return p.plan
 }
@@ -192,12 +199,17 @@ describe('attribution read off the log', () => {
     throwsCoded(() => plan(b, ['A']), 'UNKNOWN_BLOCK')
   })
 
-  it('another blockToolName reads another tool\'s calls (and rebuilds the cache)', () => {
+  it('another block tool name reads that tool\'s calls while it is tracked (the mirrors rebuild)', () => {
     const b = builder()
     const m = b.assistant({ calls: [{ id: 'x1', name: 'my_block_tool', args: { ids: ['A'] } }] })
     b.result('x1', 'ok')
     throwsCoded(() => plan(b, ['A']), 'UNKNOWN_BLOCK')
-    assert.equal(plan(b, ['A'], b.seq, { blockToolName: 'my_block_tool' }).plan.start, m)
+    const untrack = trackBlockTool('my_block_tool', callBlockIds)
+    try {
+      assert.equal(plan(b, ['A']).plan.start, m)
+    } finally {
+      untrack()
+    }
     throwsCoded(() => plan(b, ['A']), 'UNKNOWN_BLOCK')
   })
 })
@@ -337,9 +349,6 @@ describe('rejections: nothing changes', () => {
     c.user('AGENTS.md says', { kind: 'agent-instructions' })
     block(c, 'A')
     assert.equal(plan(c, ['A']).status, 'commit')
-    // ...unless the host protects more.
-    const isProtected = (e) => e.data?.source?.kind === 'agent-instructions'
-    throwsCoded(() => plan(c, ['A'], c.seq, { isProtected }), 'PROTECTED')
     assert.ok(instructions > sys)
   })
 
@@ -348,24 +357,8 @@ describe('rejections: nothing changes', () => {
   })
 })
 
-describe('blockSnapshot', () => {
-  it('describes each event once and catches up with appends; each snapshot is a fresh array', () => {
-    const b = seed()
-    const one = blockSnapshot(b.session)
-    const two = blockSnapshot(b.session)
-    assert.ok(one instanceof Uint32Array)
-    assert.deepEqual(one, two)
-    assert.notEqual(one, two)
-    two.fill(0)
-    assert.deepEqual(blockSnapshot(b.session), one, 'a caller changing its copy changes nothing')
-    assert.deepEqual([one[0], one[1], one[3], one[4]], [2, b.seq, 3, b.session.surface.nodes.length], 'format, eventCount, ids, nodes')
-    block(b, 'D')
-    const three = blockSnapshot(b.session)
-    assert.deepEqual([three[1], three[3]], [b.seq, 4])
-    assert.deepEqual(commitPlan(b, ['D']).closed, ['D'])
-  })
-
-  it('ids are compared and returned as exact UTF-16: lone surrogates stay distinct, any script works', () => {
+describe('block ids', () => {
+  it('are compared and returned as exact UTF-16: lone surrogates stay distinct, any script works', () => {
     const b = builder()
     const high = step(b, [{ ids: ['\ud800', '块-🧱'] }])
     const low = step(b, [{ ids: ['\udbff'] }])
@@ -375,30 +368,28 @@ describe('blockSnapshot', () => {
     assert.equal(commitPlan(b, ['\udbff']).start, low.message)
     throwsCoded(() => plan(b, ['\udfff']), 'UNKNOWN_BLOCK')
   })
-
-  it('describeBlockSession warms the cache: the next snapshot only reads the surface', () => {
-    const b = seed()
-    describeBlockSession(b.session)
-    block(b, 'E')
-    describeBlockSession(b.session)
-    assert.equal(commitPlan(b, ['E']).closed[0], 'E')
-  })
 })
 
 describe('bad arguments: INVALID_ARGUMENT naming them, thrown synchronously, nothing planned', () => {
   const b = seed()
-  const good = () => blockSnapshot(b.session)
+  const good = () => mirror(b)
   const call = (...args) => () => fold.planBlockSummary(...args)
-  const SNAPSHOT = /snapshot must be a block snapshot \(the Uint32Array blockSnapshot\(session\) returns\)/
+  const MIRROR = /mirror must be the session's SessionMirror \(plugin\/shared\/mirror\.js: mirrorOf\(session\)\.native\), got /
+  const unlearnt = () => {
+    // A mirror loaded from a surface, its log index (DSH's compaction lock) not learnt yet.
+    const m = new fold.SessionMirror()
+    m.load(Uint32Array.of(3, 1, 0, 1, 0, 0, (1 << 2) | 1 | (1 << 8), 0, 5, 0xffff_ffff, 0, 0, 0, 0, 0, 0, 0xffff_ffff, 0, 0))
+    return m
+  }
   const cases = [
     ['sessionId missing', call(undefined, good(), ['A'], 0), /sessionId must be a string, got undefined/],
     ['sessionId a number', call(7, good(), ['A'], 0), /sessionId must be a string, got the number 7/],
     ['sessionId empty', call('', good(), ['A'], 0), /sessionId must be a non-empty string/],
-    ['snapshot null', call('s', null, ['A'], 0), /got null/],
-    ['snapshot an object (the first draft\'s {words, ids})', call('s', { words: good(), ids: ['A'] }, ['A'], 0), SNAPSHOT],
-    ['snapshot an Int32Array', call('s', new Int32Array(good()), ['A'], 0), SNAPSHOT],
-    ['snapshot a plain array', call('s', Array.from(good()), ['A'], 0), SNAPSHOT],
-    ['snapshot a string', call('s', 'words', ['A'], 0), /got a string/],
+    ['mirror null', call('s', null, ['A'], 0), /got null/],
+    ['mirror a block snapshot (a Uint32Array)', call('s', Uint32Array.of(2, 0, 0, 0, 0, 0), ['A'], 0), MIRROR],
+    ['mirror a plain object', call('s', { words: Uint32Array.of(2), ids: ['A'] }, ['A'], 0), MIRROR],
+    ['mirror a string', call('s', 'words', ['A'], 0), /got a string/],
+    ['mirror whose log index is not known yet', call('s', unlearnt(), ['A'], 0), /its log index is not known/],
     ['targets a string', call('s', good(), 'A', 0), /targets must be an array of block id strings, got a string/],
     ['targets with null', call('s', good(), ['A', null], 0), /targets\[1\] must be a string, got null/],
     ['targets empty', call('s', good(), [], 0), /targets must name at least one block id/],
@@ -409,11 +400,6 @@ describe('bad arguments: INVALID_ARGUMENT naming them, thrown synchronously, not
     ['requestSeq fractional', call('s', good(), ['A'], 1.5), /requestSeq must be an integer/],
     ['requestSeq NaN', call('s', good(), ['A'], NaN), /requestSeq must be an integer/],
     ['requestSeq past the log', call('s', good(), ['A'], 10_000), /requestSeq 10000 is past the log's length/],
-    ['a v1 (rewind) snapshot', call('s', surfaceSnapshot(b.session), ['A'], 0), /invalid block snapshot: format 1 \(block mode reads 2\)/],
-    ['words cut short', call('s', good().subarray(0, 9), ['A'], 0), /invalid block snapshot: /],
-    ['words with an unknown flag', call('s', Object.assign(good(), { 2: 8 }), ['A'], 0), /unknown header flags 0x8/],
-    ['words naming one id fewer', call('s', Object.assign(good(), { 3: 2 }), ['A'], 0), /set 2 names id 2, not below the 2 ids/],
-    ['words with a trailing word', call('s', Uint32Array.from([...good(), 0]), ['A'], 0), /1 words left after the id table/],
   ]
   for (const [what, fn, re] of cases) {
     it(what, () => {
@@ -424,7 +410,7 @@ describe('bad arguments: INVALID_ARGUMENT naming them, thrown synchronously, not
   }
 })
 
-describe('the lock a rewind holds, and v1 beside v2', () => {
+describe('the lock a rewind holds, and rewind beside block mode', () => {
   it('while a rewind of the session runs, its block summaries wait; other sessions plan; after it, the plan commits', async () => {
     const store = tempStore()
     const b = builder('locked')
@@ -441,7 +427,7 @@ describe('the lock a rewind holds, and v1 beside v2', () => {
     let summarizing
     const started = new Promise((resolve) => (summarizing = resolve))
     const host = {
-      snapshot: () => surfaceSnapshot(b.session),
+      snapshot: () => mirror(b),
       summarize: async () => {
         summarizing()
         await gate
@@ -462,18 +448,13 @@ describe('the lock a rewind holds, and v1 beside v2', () => {
     assert.ok(cp < a.message)
   })
 
-  it('the rewind\'s v1 snapshot and selectRegion still work on the same session; neither format reads the other', () => {
+  it('rewind\'s region and block mode\'s plan read the same mirror', () => {
     const b = builder('v1')
     b.user('go')
     block(b, 'A')
     block(b, 'B')
-    const v1 = surfaceSnapshot(b.session)
-    assert.equal(v1[0], 1)
-    const region = fold.selectRegion(v1, 1)
+    const region = fold.selectRegion(mirror(b), 1)
     assert.deepEqual(Array.from(region.seqs), b.session.surface.nodes.slice(1))
-    const v2 = blockSnapshot(b.session)
-    assert.equal(v2[0], 2)
-    throwsCoded(() => fold.selectRegion(v2, 1), 'INVALID_ARGUMENT', /format 2 \(this build reads 1\)/)
     assert.equal(plan(b, ['B']).status, 'commit')
   })
 })

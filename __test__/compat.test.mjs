@@ -26,8 +26,8 @@ import {
   RewindConfig,
   RewindError,
   isRewindReportSource,
+  mirrorOf,
   reportFrame,
-  surfaceSnapshot,
 } from '../plugin/index.js'
 import { Context, ScriptedModel, protocolProblems, tempStore } from './helpers/dsh.mjs'
 
@@ -124,7 +124,7 @@ async function setup(answers, { rewind = {}, efforts = [], tools = true } = {}) 
 }
 
 const checkpointEvents = (/** @type {any} */ session) => session.events.filter((/** @type {any} */ e) => e.type.startsWith('checkpoint/'))
-const select = (/** @type {any} */ session, /** @type {number} */ anchor) => Array.from(addon.selectRegion(surfaceSnapshot(session), anchor).seqs)
+const select = (/** @type {any} */ session, /** @type {number} */ anchor) => Array.from(addon.selectRegion(mirrorOf(session).native, anchor).seqs)
 /** The error `fn` throws. @param {() => unknown} fn */
 const thrown = (fn) => {
   try {
@@ -210,7 +210,7 @@ describe('region selection (the reference rules, on the direct path: no rewind c
     assert.deepEqual(seqs, [2, 3, 4])
     // Why: the reference's [4] leaves call c2 on the surface without its result, which an
     // OpenAI-compatible API rejects. Folding the whole message keeps the history valid.
-    const region = addon.selectRegion(surfaceSnapshot(log.session), anchor)
+    const region = addon.selectRegion(mirrorOf(log.session).native, anchor)
     log.session.append('user/message', createUserMessage({ content: [{ type: 'text', text: 'r' }], source: REWIND_REPORT_SOURCE }), {
       surfaceOp: { op: 'replace', start: region.start, end: region.end },
       sourceEventSeqs: seqs,
@@ -264,9 +264,9 @@ describe('region selection (the reference rules, on the direct path: no rewind c
 
   it('re-checks the region at commit time: the same region holds, a moved one does not', async () => {
     const session = await exploration()
-    const region = addon.selectRegion(surfaceSnapshot(session), 4)
-    assert.equal(addon.planMatches(region, surfaceSnapshot(session)), true)
-    assert.equal(addon.planMatches({ anchor: 4, seqs: new Uint32Array([4, 5, 6]) }, surfaceSnapshot(session)), false)
+    const region = addon.selectRegion(mirrorOf(session).native, 4)
+    assert.equal(addon.planMatches(region, mirrorOf(session).native), true)
+    assert.equal(addon.planMatches({ anchor: 4, seqs: new Uint32Array([4, 5, 6]) }, mirrorOf(session).native), false)
   })
 })
 

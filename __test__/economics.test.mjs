@@ -14,15 +14,15 @@ import { fileURLToPath } from 'node:url'
 import { TokenMeter } from '@deepseek-ai/dsh-token-meter'
 import { defineTool } from '@deepseek-ai/dsh-tools'
 
-import { DEFAULT_PRICES, findFolds, walkRequests } from '../bin/economics.mjs'
+import { DEFAULT_PRICES, findFolds, walkRequests } from '../bin/economics-price.mjs'
 import { addon } from '../plugin/shared/addon.js'
 import { writeCommit } from '../plugin/block/commit.js'
-import { blockSnapshot } from '../plugin/block/surface.js'
 import { Checkpoint, INSTRUCTIONS, Recall, Rewind } from '../plugin/index.js'
 import { splitRecallHint } from '../plugin/recall/hint.js'
 import { splitReportFrame } from '../plugin/fold/words.js'
 import { isReportInstruction } from '../plugin/fold/summarize.js'
 import { Context, ScriptedModel, Session, SessionBuilder, SessionId, bootHost, createUserMessage, runTurn, say, tempStore } from './helpers/dsh.mjs'
+import { planBlocks } from './helpers/planners.mjs'
 
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 const BIN = path.join(ROOT, 'bin', 'dsh-fold.mjs')
@@ -267,7 +267,7 @@ describe('economics of a block commit', () => {
       seqs.push(b.result(`c${i}`, Array.from({ length: 30 }, (_, k) => `${id}${i}.ts:${k + 1}: export const v${k} = ${i * 100 + k}`).join('\n')))
     }
     const session = b.session
-    const outcome = addon.planBlockSummary(session.id, blockSnapshot(session), ['A'], session.seq)
+    const outcome = planBlocks(session, ['A'], session.seq)
     assert.equal(outcome.status, 'commit')
     const { seqs: written } = writeCommit(session, { plan: outcome.plan, summary: 'A done: v0..v29 of A0, A1, A3.', requestSeq: session.seq, route: undefined, turn: 1, metered: false, language: 'en' })
     b.assistant({ text: 'Continuing with C.' })

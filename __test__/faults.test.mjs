@@ -15,9 +15,21 @@ import { describe, it } from 'node:test'
 import { addonPath } from '../plugin/shared/addon.js'
 import { faultsEnv } from './helpers/faults.mjs'
 import { tempStore } from './helpers/dsh.mjs'
+import { handWords } from './helpers/mirror-records.mjs'
 
-/** The snapshot of a session marked at log length 2 (the addon tests' MID_CALL surface). */
-const SNAPSHOT = [1, 8, 7, 8, 0, 0, 1, 10, 0, 1, 1, 2, 10, 1, 2, 2, 3, 10, 2, 3, 3, 2, 10, 1, 4, 4, 3, 10, 4, 5, 5, 2, 10, 1, 6, 6, 3, 10, 6, 7, 7, 2, 10, 1, 0]
+/** The mirror's load of a session marked at log length 2 (the addon tests' MID_CALL surface). */
+const LOAD = Array.from(
+  handWords([
+    { seq: 0, kind: 1, chars: 10 },
+    { seq: 1, kind: 2, chars: 10, link: 1 },
+    { seq: 2, kind: 3, chars: 10, link: 2 },
+    { seq: 3, kind: 2, chars: 10, link: 1 },
+    { seq: 4, kind: 3, chars: 10, link: 4 },
+    { seq: 5, kind: 2, chars: 10, link: 1 },
+    { seq: 6, kind: 3, chars: 10, link: 6 },
+    { seq: 7, kind: 2, chars: 10, link: 1 },
+  ]).load,
+)
 
 /**
  * Runs `body` (async JS with `fold`, `store`, `host`, `out` in scope) in a child process.
@@ -27,8 +39,10 @@ function child(body, env = process.env) {
   const script = `
     const fold = require(${JSON.stringify(addonPath)})
     const store = ${JSON.stringify(tempStore())}
-    const snapshot = new Uint32Array(${JSON.stringify(SNAPSHOT)})
-    const host = { snapshot: () => snapshot, summarize: async () => 'report', commit: () => 'committed' }
+    const mirror = new fold.SessionMirror()
+    mirror.load(new Uint32Array(${JSON.stringify(LOAD)}))
+    mirror.loadLog(0xffffffff, new Uint32Array(0))
+    const host = { current: 7, snapshot: () => mirror, summarize: async () => 'report', commit: () => 'committed' }
     const out = {}
     const codeOf = async (f) => { try { await f(); return 'none' } catch (e) { return e?.code ?? String(e) } }
     ;(async () => { ${body} })().then(
@@ -57,11 +71,11 @@ describe('no panic crosses the Node-API boundary', () => {
   })
 
   const exports = {
-    selectRegion: `fold.selectRegion(snapshot, 2)`,
-    planMatches: `fold.planMatches({ anchor: 2, seqs: new Uint32Array([3]) }, snapshot)`,
+    selectRegion: `fold.selectRegion(mirror, 2, 7)`,
+    planMatches: `fold.planMatches({ anchor: 2, seqs: new Uint32Array([3]) }, mirror, 7)`,
     isFoldError: `fold.isFoldError(new Error('x'))`,
     foldErrorCodes: `fold.foldErrorCodes()`,
-    planBlockSummary: `fold.planBlockSummary('s', new Uint32Array([2, 0, 0, 0, 0, 0]), ['A'], 0)`,
+    planBlockSummary: `fold.planBlockSummary('s', mirror, ['A'], 0)`,
     recallSearch: `fold.recallSearch(['a'], 'a')`,
     extractiveReport: `fold.extractiveReport('[]')`,
     decodeZstd: `fold.decodeZstd(new Uint8Array(0))`,
@@ -216,7 +230,7 @@ describe('fault injection is compiled into test builds only', () => {
   const body = `
     const warnings = []
     process.on('warning', (w) => warnings.push(w.code))
-    out.region = await codeOf(() => fold.selectRegion(snapshot, 2))
+    out.region = await codeOf(() => fold.selectRegion(mirror, 2, 7))
     out.mark = await codeOf(() => fold.mark(store, 's', 2))
     await new Promise((r) => setImmediate(r))
     out.warnings = warnings

@@ -1,5 +1,5 @@
 // The addon's fold engine (`rewind`) driven by a JS host over REAL DeepSeek Harness Sessions:
-// the surface snapshot comes from plugin/shared/surface.js, the replacement is a real `session.append`,
+// the surface is the session's mirror (plugin/shared/mirror.js), the replacement is a real `session.append`,
 // and every successful fold must leave a surface that a DSH session accepted and that an
 // OpenAI-compatible API would accept (every call answered, every result with its call).
 //
@@ -11,7 +11,7 @@ import path from 'node:path'
 import { describe, it } from 'node:test'
 
 import { addon } from '../plugin/shared/addon.js'
-import { surfaceSnapshot } from '../plugin/shared/surface.js'
+import { withLog } from '../plugin/shared/mirror.js'
 import { regionMessages } from '../plugin/shared/session.js'
 import { CallId, Session, SessionBuilder, SessionId, createToolResultMessage, createUserMessage, protocolProblems, tempStore } from './helpers/dsh.mjs'
 
@@ -30,8 +30,25 @@ const output = (what) => `${what}: ${'fn parse(input: &str) -> Result<Ast> { /* 
 const REPORT = 'Report: the parser bug is an off-by-one in parse_list (src/parser.rs:120).'
 
 /**
- * The JS side of a fold, as plugin/fold/rewind.js does it: snapshot from the real session, a scripted
- * async summarizer, and a synchronous commit that re-checks the region and appends the report.
+ * What a fold reads: the session's mirror in step (its log index known), and the rewind call's
+ * assistant message (its call still open), as the plugin's host names it.
+ * @param {any} session @param {string} [callId]
+ */
+function surfaceOf(session, callId) {
+  const kept = withLog(session)
+  return { mirror: kept.native, current: callId === undefined ? undefined : kept.openers.get(callId) }
+}
+
+/** `selectRegion` on the session's mirror now. @param {any} session @param {number} anchor @param {string} [callId] */
+function selectRegion(session, anchor, callId) {
+  const { mirror, current } = surfaceOf(session, callId)
+  return fold.selectRegion(mirror, anchor, current)
+}
+
+/**
+ * The JS side of a fold, as plugin/fold/host.js does it: the session's mirror handed over when
+ * asked, a scripted async summarizer, and a synchronous commit that re-checks the region and
+ * appends the report.
  * @param {SessionBuilder} b
  * @param {{callId?: string, summarize?: (region: any, attempt: number) => any}} [options]
  */
@@ -39,9 +56,12 @@ function foldHost(b, { callId, summarize = async () => REPORT } = {}) {
   const session = b.session
   const calls = { snapshot: 0, summarize: /** @type {any[]} */ ([]), commit: /** @type {any[]} */ ([]), atCommit: /** @type {any} */ (null) }
   const host = {
+    get current() {
+      return surfaceOf(session, callId).current
+    },
     snapshot: () => {
       calls.snapshot++
-      return surfaceSnapshot(session, { callId })
+      return surfaceOf(session, callId).mirror
     },
     summarize: async (region, attempt) => {
       calls.summarize.push({ region, attempt, messages: regionMessages(session, region.seqs) })
@@ -50,7 +70,8 @@ function foldHost(b, { callId, summarize = async () => REPORT } = {}) {
     commit: (plan) => {
       calls.commit.push(plan)
       calls.atCommit = { seq: session.seq, surface: [...session.surface.nodes] }
-      if (!fold.planMatches(plan, surfaceSnapshot(session, { callId }))) return 'changed'
+      const { mirror, current } = surfaceOf(session, callId)
+      if (!fold.planMatches(plan, mirror, current)) return 'changed'
       appendReport(session, plan)
       return 'committed'
     },
@@ -99,7 +120,7 @@ async function foldAndCheck(b, store, mark, expected, { callId = 'rw', host, fin
   const pos = before.indexOf(expected[0])
   assert.deepEqual(before.slice(pos, pos + expected.length), expected, 'the expected region is a run of the surface')
   const { host: h, calls } = host ?? foldHost(b, { callId })
-  const region = fold.selectRegion(surfaceSnapshot(session, { callId }), mark.logLength)
+  const region = selectRegion(session, mark.logLength, callId)
   assert.deepEqual(Array.from(region.seqs), expected)
 
   const result = await fold.rewind(store, session.id, h)
@@ -138,7 +159,7 @@ async function foldAndCheck(b, store, mark, expected, { callId = 'rw', host, fin
   assert.equal(typeof (await fold.latestMark(store, session.id)).foldedAt, 'number')
   if (finish) {
     // the rewind tool's own result closes its call, as the tool loop appends it
-    if (surfaceSnapshot(session, { callId })[2] !== 0xffff_ffff) b.result(callId, `Folded ${expected.length} surface nodes.`)
+    if (surfaceOf(session, callId).current !== undefined) b.result(callId, `Folded ${expected.length} surface nodes.`)
     assert.deepEqual(protocolProblems(session.deriveMessages()), [])
   }
   return { result, report, calls }
@@ -325,7 +346,7 @@ describe('rewind over real DSH sessions: the reference behaviours', () => {
     const { mark, request, ck, ckResult, explored } = await exploration(b, store)
     // ctx.rewind called between steps (no rewind call on the surface): no callId, or an unknown one
     for (const callId of [undefined, 'not-on-the-surface']) {
-      const region = fold.selectRegion(surfaceSnapshot(b.session, { callId }), mark.logLength)
+      const region = selectRegion(b.session, mark.logLength, callId)
       assert.deepEqual(Array.from(region.seqs), explored)
     }
     const { report } = await foldAndCheck(b, store, mark, explored, { callId: undefined })
@@ -390,7 +411,7 @@ describe('rewind over real DSH sessions: the reference behaviours', () => {
     const b = builder('repair')
     const { mark, explored } = await exploration(b, store)
     const rw = b.assistant({ calls: [{ id: 'rw', name: 'rewind' }] })
-    const region = fold.selectRegion(surfaceSnapshot(b.session, { callId: 'rw' }), mark.logLength)
+    const region = selectRegion(b.session, mark.logLength, 'rw')
     assert.deepEqual(Array.from(region.seqs), explored)
     // the commit ran (the report is on the surface, sourced from the mark), the stamp never did
     const report = appendReport(b.session, { ...region, markId: mark.id, report: REPORT })
@@ -457,7 +478,7 @@ describe('rewind over real DSH sessions: the reference behaviours', () => {
     const { mark, explored } = await exploration(b, store)
     assert.equal(mark.id, big)
     b.assistant({ calls: [{ id: 'rw', name: 'rewind' }] })
-    const region = fold.selectRegion(surfaceSnapshot(b.session, { callId: 'rw' }), mark.logLength)
+    const region = selectRegion(b.session, mark.logLength, 'rw')
     // The commit landed, the stamp never did: the report names 2^32 + 1 (1 in 32 bits).
     appendReport(b.session, { ...region, markId: big, report: REPORT })
     const { host, calls } = foldHost(b, { callId: 'rw', summarize: async () => assert.fail('a repair makes no report') })
@@ -586,7 +607,7 @@ describe('rewind over real DSH sessions: failures before the commit write nothin
 
   it('SHRINK when the report is not shorter than the region', async () => {
     const { store, b, seq, surface, mark } = await ready('shrink')
-    const region = fold.selectRegion(surfaceSnapshot(b.session, { callId: 'rw' }), mark.logLength)
+    const region = selectRegion(b.session, mark.logLength, 'rw')
     const { host, calls } = foldHost(b, { callId: 'rw', summarize: async () => 'x'.repeat(region.foldedChars) })
     await rejectsWith(fold.rewind(store, b.session.id, host), 'SHRINK')
     assert.equal(calls.commit.length, 0)
@@ -703,8 +724,8 @@ describe('the reference defects (shared/dsh-facts.md), with the reference number
   })
 })
 
-describe('snapshot cost on a 10k-event real session', () => {
-  it('measures surfaceSnapshot (cold and warm) and selectRegion', async () => {
+describe('the mirror on a 10k-event real session', () => {
+  it('measures the mirror (described from scratch, then in step) and selectRegion on it', async () => {
     const store = tempStore()
     const b = builder('10k')
     b.user('Explore the whole repository.')
@@ -737,19 +758,20 @@ describe('snapshot cost on a 10k-event real session', () => {
       return ms[Math.floor(runs / 2)]
     }
 
-    const [cold, snapshot] = time(() => surfaceSnapshot(b.session, { callId: 'rw' }))
-    const warm = median(() => surfaceSnapshot(b.session, { callId: 'rw' }))
-    const [selectOnce, region] = time(() => fold.selectRegion(snapshot, mark.logLength))
-    const select = median(() => fold.selectRegion(snapshot, mark.logLength))
-    const plan = median(() => fold.planMatches(region, surfaceSnapshot(b.session, { callId: 'rw' })))
+    // The builder's session is detached (no listener): its first use describes it whole.
+    const [cold, { mirror, current }] = time(() => surfaceOf(b.session, 'rw'))
+    const warm = median(() => surfaceOf(b.session, 'rw'))
+    const [selectOnce, region] = time(() => fold.selectRegion(mirror, mark.logLength, current))
+    const select = median(() => fold.selectRegion(mirror, mark.logLength, current))
+    const plan = median(() => fold.planMatches(region, surfaceOf(b.session, 'rw').mirror, current))
     assert.ok(region.foldedNodes > 3000)
     assert.equal(region.end, b.seq - 2)
 
     console.log(
-      `[10k snapshot cost] ${events} events, ${surfaceNodes} surface nodes, snapshot ${snapshot.length * 4} bytes: ` +
-        `surfaceSnapshot cold ${cold.toFixed(3)} ms, warm median(50) ${warm.toFixed(3)} ms; ` +
+      `[10k mirror cost] ${events} events, ${surfaceNodes} surface nodes: ` +
+        `described ${cold.toFixed(3)} ms, in step median(50) ${warm.toFixed(3)} ms; ` +
         `selectRegion first ${selectOnce.toFixed(3)} ms, median(50) ${select.toFixed(3)} ms (${region.foldedNodes} nodes); ` +
-        `commit check (snapshot + planMatches) median(50) ${plan.toFixed(3)} ms`,
+        `commit check (mirror in step + planMatches) median(50) ${plan.toFixed(3)} ms`,
     )
 
     // and the fold itself lands on the big session
@@ -758,64 +780,5 @@ describe('snapshot cost on a 10k-event real session', () => {
     assert.equal(result.foldedNodes, region.foldedNodes)
     b.result('rw', 'Folded.')
     assert.deepEqual(protocolProblems(b.session.deriveMessages()), [])
-  })
-})
-
-describe('snapshotting only what a fold can reach', () => {
-  it('changes no region: every anchor of realistic sessions selects the same region, chars and errors as the whole surface', async () => {
-    const { recordSession, replay } = await import('../bench/lib/session.mjs')
-    let compared = 0
-    for (const [events, compaction] of [[600, true], [600, false], [0, false]]) {
-      const rec = recordSession(events, { compaction, explorationSteps: 4 })
-      // One session snapshotted with anchors only, one only without: neither is metered by the other.
-      const [withAnchors, whole] = [replay(rec, `hinted-${events}-${compaction}`), replay(rec, `whole-${events}-${compaction}`)]
-      for (let anchor = 0; anchor <= rec.events; anchor++) {
-        for (const callId of [rec.callId, undefined]) {
-          const hinted = surfaceSnapshot(withAnchors, { callId, anchor })
-          const full = surfaceSnapshot(whole, { callId })
-          const a = (() => { try { return fold.selectRegion(hinted, anchor) } catch (e) { return `${e.code}: ${e.message}` } })()
-          const b = (() => { try { return fold.selectRegion(full, anchor) } catch (e) { return `${e.code}: ${e.message}` } })()
-          assert.deepEqual(a, b, `anchor ${anchor} (${events} events, compaction ${compaction}, call id ${callId})`)
-          assert.equal(fold.planMatches({ anchor, seqs: typeof b === 'string' ? new Uint32Array() : b.seqs }, hinted), typeof b !== 'string')
-          compared++
-        }
-      }
-    }
-    // A surface with a fold report (then, or not, a compaction over it), parallel calls issued
-    // with a checkpoint, an orphaned result, a late result and an open call.
-    for (const compact of [false, true]) {
-      const b = builder(`window-${compact}`)
-      b.user('Look at the parser.')
-      b.assistant({ calls: [{ id: 'k1', name: 'checkpoint' }] })
-      b.result('k1', '{"id":1}')
-      const a1 = b.assistant({ calls: [{ id: 'r1', name: 'read', args: { path: 'a.rs' } }] })
-      const r1 = b.result('r1', output('a.rs'))
-      appendReport(b.session, { markId: 1, start: a1, end: r1, seqs: [a1, r1], report: REPORT })
-      b.assistant({ calls: [{ id: 'k2', name: 'checkpoint' }, { id: 'g1', name: 'grep' }, { id: 'g2', name: 'grep' }] })
-      b.result('k2', '{"id":2}')
-      b.logOnly()
-      b.result('g1', output('grep'))
-      b.result('ghost', output('an orphan'))
-      const u = b.user('And the lexer?')
-      if (compact) b.replace(1, u, 'compacted')
-      b.result('g2', output('late grep'))
-      b.assistant({ text: 'Reading on.', calls: [{ id: 'r2', name: 'read' }] })
-      b.result('r2', output('lexer.rs'))
-      b.assistant({ calls: [{ id: 'r3', name: 'read' }] })
-      b.assistant({ calls: [{ id: 'rw', name: 'rewind' }] })
-      const copy = new SessionBuilder(`window-copy-${compact}-${process.pid}`)
-      for (const e of b.session.events) {
-        if (e.surfaceOp) copy.session.append(e.type, e.data, { surfaceOp: e.surfaceOp, ...(e.sourceEventSeqs ? { sourceEventSeqs: e.sourceEventSeqs } : {}) })
-        else copy.session.append(e.type, e.data)
-      }
-      for (let anchor = 0; anchor <= b.seq; anchor++) {
-        for (const callId of ['rw', undefined]) {
-          const run = (/** @type {Uint32Array} */ w) => { try { return fold.selectRegion(w, anchor) } catch (e) { return `${e.code}: ${e.message}` } }
-          assert.deepEqual(run(surfaceSnapshot(b.session, { callId, anchor })), run(surfaceSnapshot(copy.session, { callId })), `anchor ${anchor}, call id ${callId}, compacted ${compact}`)
-          compared++
-        }
-      }
-    }
-    assert.ok(compared > 1000)
   })
 })

@@ -4,9 +4,13 @@
 // compactions in DSH's own four events, rewind reports after DSH's shadow price, block
 // summaries, tool results rewritten in place — with forks (`sessions.fork`) and restores (a
 // session created from another's events). After every step the mirror the plugin keeps, fed by
-// its `session/event` listener, must equal a mirror described afresh from the session, and answer
-// every planner exactly as the snapshots built from the session do: rewind's region for every
-// anchor (with and without the rewind call named), block mode's plan for every id.
+// its `session/event` listener, must equal a mirror described afresh from the session, and hold
+// exactly the facts the independent oracles (__test__/oracles/: what rewind's and block mode's
+// planners must see, described from the session alone) give: every surface node's kind, origin,
+// chars, calls and the call it answers, every rewind report's account, the rewind call's
+// message, and with block ids tracked every node's protection, provenance and ids and DSH's
+// compaction lock. (The planners' answers on those facts are held to the decoded snapshot
+// formats in crates/fold-core/tests/*_props.rs.)
 // `DSH_FOLD_MIRROR_CASES` sets the number of random sessions (default 16).
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
@@ -17,8 +21,9 @@ import { compactCheckpointSource } from '@deepseek-ai/dsh-compaction'
 
 import { addon } from '../plugin/shared/addon.js'
 import { freshMirror, mirrorOf, mountMirror, trackBlockTool, useMeter, withLog } from '../plugin/shared/mirror.js'
-import { surfaceSnapshot } from '../plugin/shared/surface.js'
-import { blockSnapshot, callBlockIds } from '../plugin/block/surface.js'
+import { callBlockIds } from '../plugin/block/args.js'
+import { describeBlockSurface } from './oracles/block-surface.mjs'
+import { describeSurface } from './oracles/surface.mjs'
 import { CallId, Context, Session, SessionId, createAssistantMessage, createToolResultMessage, createUserMessage } from './helpers/dsh.mjs'
 
 const CASES = Number(process.env.DSH_FOLD_MIRROR_CASES ?? 16)
@@ -154,38 +159,52 @@ class Driver {
 }
 let forks = 0
 
-/** Every planner's answer from the kept mirror equals the snapshot's, and the mirror equals a fresh one. */
+/** A string as the core holds a block id: its UTF-16 code units. @param {string} id */
+const units = (id) => Array.from({ length: id.length }, (_, i) => id.charCodeAt(i))
+
+/** The kept mirror equals a fresh one, and holds the facts the oracles describe. */
 function check(/** @type {any} */ session, /** @type {string} */ context, /** @type {{callId?: string, ids: boolean}} */ { callId, ids }) {
   const kept = withLog(session)
   const fresh = freshMirror(session)
   assert.equal(kept.native.canonical(ids), fresh.canonical(ids), `${context}: the kept mirror differs from a fresh description`)
-  // The rewind call's message is the current step: on the surface.
-  const current = callId === undefined ? undefined : kept.openers.get(callId)
-  if (current !== undefined && !session.surface.nodes.includes(current)) return
-  const answer = (/** @type {() => any} */ f) => {
-    try {
-      return f()
-    } catch (e) {
-      return { code: /** @type {any} */ (e).code, message: /** @type {any} */ (e).message }
-    }
+  const mirror = JSON.parse(kept.native.canonical(ids))
+  const oracle = describeSurface(session, { callId })
+  assert.equal(mirror.event_count, oracle.eventCount, `${context}: event count`)
+  const onSurface = new Set(session.surface.nodes)
+  assert.deepEqual(
+    mirror.nodes.map((/** @type {any} */ n) => ({ seq: n.seq, kind: n.kind, origin: n.origin, chars: n.chars, opens: n.opens, opener: n.opener })),
+    // The mirror links a result to its call while that call stands on the surface (an orphan's
+    // unknown opener and a shadowed one are the same to every planner).
+    oracle.nodes.map((n) => ({ ...n, opener: n.opener !== null && onSurface.has(n.opener) ? n.opener : null })),
+    `${context}: the surface's nodes`,
+  )
+  assert.deepEqual(
+    mirror.nodes.filter((/** @type {any} */ n) => n.report).map((/** @type {any} */ n) => ({ seq: n.seq, markId: n.report.mark_id, foldedNodes: n.report.folded_nodes, start: n.report.start, end: n.report.end, foldedChars: n.report.folded_chars })),
+    oracle.reports,
+    `${context}: the rewind reports on the surface`,
+  )
+  // The rewind call's message, as the fold's host names it (plugin/fold/host.js), while it stands
+  // on the surface (a mirror rebuilt from the surface knows the calls of the messages on it).
+  if (callId !== undefined && oracle.current !== undefined && onSurface.has(oracle.current)) {
+    assert.equal(kept.openers.get(callId), oracle.current, `${context}: the rewind call's message`)
   }
-  for (let anchor = 0; anchor <= session.seq; anchor++) {
-    const mine = answer(() => addon.selectRegion(kept.native, anchor, current))
-    const theirs = answer(() => addon.selectRegion(surfaceSnapshot(session, { callId, anchor }), anchor))
-    assert.deepEqual(mine, theirs, `${context}: region at anchor ${anchor} (call ${callId})`)
-  }
-  // Block mode's plans, when block mode tracks the ids (else the mirror describes none).
+  // Block mode's facts, when block mode tracks the ids (else the mirror describes none).
   if (!ids) return
-  const blocks = withLog(session).native
-  for (const id of [...IDS, 'Z']) {
-    for (const requestSeq of [session.seq, Math.floor(session.seq / 2)]) {
-      const mine = answer(() => addon.planBlockSummary(session.id, blocks, [id], requestSeq))
-      const theirs = answer(() => addon.planBlockSummary(session.id, blockSnapshot(session), [id], requestSeq))
-      delete mine?.plan?.tokens
-      delete mine?.plan?.chars
-      assert.deepEqual(mine, theirs, `${context}: block plan of ${id} at ${requestSeq}`)
-    }
-  }
+  const blocks = describeBlockSurface(session)
+  assert.equal(kept.native.openCompaction() !== null, blocks.openCompaction, `${context}: DSH's compaction lock`)
+  const userAuthored = new Set(['User', 'Injected'])
+  const replacement = (/** @type {any} */ source) => typeof source === 'object' || source === 'BlockSummary' || source === 'CompactionSummary' || source === 'Rewrite'
+  assert.deepEqual(
+    mirror.nodes.map((/** @type {any} */ n) => ({
+      seq: n.seq,
+      protected: n.protected,
+      userAuthored: n.kind === 'User' && userAuthored.has(n.source),
+      provenance: n.kind === 'User' && n.source === 'BlockSummary' ? 'BlockSummary' : (n.kind === 'User' || n.kind === 'ToolResult') && replacement(n.source) ? 'Replacement' : 'Appended',
+      ids: n.ids,
+    })),
+    blocks.nodes.map((n) => ({ ...n, ids: n.ids && n.ids.map(units) })),
+    `${context}: the surface's block facts`,
+  )
 }
 
 describe('the session mirror on real DSH sessions', () => {
@@ -193,7 +212,7 @@ describe('the session mirror on real DSH sessions', () => {
     ['from the surface (no block ids tracked), no meter', {}],
     ['every event (block ids tracked), priced by the meter', { blocks: true, meter: true }],
   ])) {
-    it(`equals a fresh description and answers as the snapshots after every step: ${label}`, async () => {
+    it(`equals a fresh description and holds the oracles' facts after every step: ${label}`, async () => {
       const root = await host()
       const off = [setup.blocks ? trackBlockTool('block_run_code', callBlockIds) : () => {}, setup.meter ? useMeter(Object.create(TokenMeter.prototype)) : () => {}]
       try {

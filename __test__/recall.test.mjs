@@ -16,7 +16,6 @@ import { decodeStorageRecord } from '@deepseek-ai/dsh-session'
 
 import { addon } from '../plugin/shared/addon.js'
 import { writeCommit } from '../plugin/block/commit.js'
-import { blockSnapshot } from '../plugin/block/surface.js'
 import { Checkpoint, Rewind } from '../plugin/index.js'
 import { isReportInstruction } from '../plugin/fold/summarize.js'
 import Recall, { Config as RecallConfig, RECALL_ERROR_CODES, RecallError, parseArgs, recall } from '../plugin/recall/recall.js'
@@ -24,6 +23,7 @@ import { hintLine, recallHint, splitRecallHint } from '../plugin/recall/hint.js'
 import { splitReportFrame } from '../plugin/fold/words.js'
 import { logIndex, originalSeqs, regionTexts } from '../plugin/recall/log.js'
 import { ScriptedModel, Session, SessionBuilder, SessionId, bootHost, createUserMessage, probeTool, protocolProblems, runTurn, say, tempStore } from './helpers/dsh.mjs'
+import { planBlocks } from './helpers/planners.mjs'
 import { tempDir } from './helpers/tmp.mjs'
 
 // ---- fixtures -------------------------------------------------------------------------------
@@ -375,7 +375,7 @@ describe('recall after block commits', () => {
     const { root } = await setup([])
     const { session, seqs } = blocks()
     const requestSeq = session.seq
-    const outcome = addon.planBlockSummary(session.id, blockSnapshot(session), ['A'], requestSeq)
+    const outcome = planBlocks(session, ['A'], requestSeq)
     assert.equal(outcome.status, 'commit')
     const written = writeCommit(session, {
       plan: outcome.plan,

@@ -31,9 +31,10 @@
  *   fork, or in a fresh process): a fresh replay of the recorded session each repetition
  *   (untimed), then one timed plan, whose mirror is described inside it (block mode has every
  *   event described). The first repetition is also the first in the process.
- * - **baselines** in the same run, interleaved with the warm plans: round 2's path, the v2
- *   snapshot built in JS (`blockSnapshot`) and decoded by `planBlockSummary`; and one plain JS
- *   pass over the surface that reads each node's event (the least any JS-side planner does).
+ * - **baseline** in the same run, interleaved with the warm plans: one plain JS pass over the
+ *   surface that reads each node's event (the least any JS-side planner does). (Round 2's path, a
+ *   v2 snapshot built in JS and decoded by the addon, is gone with the snapshot formats: the
+ *   mirror is the planner's only input since issue 31.)
  *
  * - **a flood of ids** (issue 22, item 1): a program passing `block_summary` 200,000 ids for the
  *   price of one call. Before round 3 the planner compared every id with every earlier one on
@@ -52,8 +53,7 @@ import { pathToFileURL } from 'node:url'
 import { CallId, createAssistantMessage, createToolResultMessage, createUserMessage } from '@deepseek-ai/dsh-llm'
 import { Session, SessionId } from '@deepseek-ai/dsh-session'
 
-import { normalizeBlockIds } from '../plugin/block/args.js'
-import { blockSnapshot, callBlockIds } from '../plugin/block/surface.js'
+import { callBlockIds, normalizeBlockIds } from '../plugin/block/args.js'
 import { addon } from '../plugin/shared/addon.js'
 import { trackBlockTool, withLog } from '../plugin/shared/mirror.js'
 import { measureCommit, protocolValid } from './lib/block-commit.mjs'
@@ -82,6 +82,9 @@ export function recordBlockSession(targetEvents, { close = true, seed = 0xb10c }
     return s.slice(0, n)
   }
   const session = Session.create(SessionId(`block-bench-${close ? 'closed' : 'open'}`))
+  // Block ids tracked while recording (its summaries are planned on the session's mirror); a
+  // caller that tracks them already keeps its mirrors as they are.
+  const untrack = trackBlockTool('block_run_code', callBlockIds)
   /** @type {{type: string, data: any, opts?: any}[]} */
   const ops = []
   const append = (/** @type {string} */ type, /** @type {any} */ data, /** @type {any} */ opts) => {
@@ -135,9 +138,9 @@ export function recordBlockSession(targetEvents, { close = true, seed = 0xb10c }
     return { message, result }
   }
 
-  /** The deferred commit of a summary of `targets` asked for at `requestSeq`. */
+  /** The deferred commit of a summary of `targets` asked for at `requestSeq`, planned on the session's mirror. */
   const commitSummary = (/** @type {string[]} */ targets, /** @type {number} */ requestSeq) => {
-    const planned = addon.planBlockSummary(session.id, blockSnapshot(session), targets, requestSeq)
+    const planned = addon.planBlockSummary(session.id, withLog(session).native, targets, requestSeq)
     check(planned.status === 'commit', `closing ${targets} while recording: ${JSON.stringify(planned)}`)
     const p = /** @type {any} */ (planned).plan
     const compactionId = `block-${session.seq}`
@@ -193,6 +196,7 @@ export function recordBlockSession(targetEvents, { close = true, seed = 0xb10c }
     append('step/end', { turn, step })
     append('turn/end', { turn, reason: { kind: 'completed' } })
   }
+  untrack()
   const nodes = [...session.surface.nodes]
   const seqs = nodes.slice(nodes.indexOf(final.first), nodes.indexOf(final.last) + 1)
   return { ops, session, current: final.current, requestSeq: final.requestSeq, expect: { seqs, remaining: [] } }
@@ -246,7 +250,6 @@ async function measureShape(events, close, reps) {
   const session = r.session
   checkPlan(r, timedPlan(session, r.current, r.requestSeq).plan, `${name}, warm`)
   const warm = { total: /** @type {number[]} */ ([]), snapshot: /** @type {number[]} */ ([]), plan: /** @type {number[]} */ ([]) }
-  const v1 = /** @type {number[]} */ ([])
   const pass = /** @type {number[]} */ ([])
   const anchor = r.expect.seqs[0]
   await quiesce()
@@ -256,8 +259,6 @@ async function measureShape(events, close, reps) {
     warm.total.push(t.total)
     warm.snapshot.push(t.snapshot)
     warm.plan.push(t.planOnly)
-    const t0 = now()
-    const snapshotPlan = addon.planBlockSummary(session.id, blockSnapshot(session), [r.current], r.requestSeq)
     const t1 = now()
     let touched = 0
     const log = session.log
@@ -266,9 +267,8 @@ async function measureShape(events, close, reps) {
       touched += e.type.length + (e.data?.message?.content?.length ?? e.data?.content?.length ?? 0)
     }
     const t2 = now()
-    v1.push(us(t0, t1))
     pass.push(us(t1, t2))
-    check(snapshotPlan.status === 'commit' && touched > 0, 'baselines')
+    check(touched > 0, 'baseline')
   }
 
   // Committing the plan keeps the surface protocol-valid (on a replay: the recording stays as is).
@@ -290,13 +290,13 @@ async function measureShape(events, close, reps) {
     replaced: r.expect.seqs.length,
     warm: { total: summarize(warm.total), snapshot: summarize(warm.snapshot), plan: summarize(warm.plan), n: reps.warm },
     first: { total: summarize(first.total.slice(1)), snapshot: summarize(first.snapshot.slice(1)), plan: summarize(first.plan.slice(1)), firstInProcess: first.total[0], n: reps.first },
-    baseline: { snapshotPlan: summarize(v1), jsPass: summarize(pass) },
+    baseline: { jsPass: summarize(pass) },
   }
   log(
     `${name}: ${out.events} events, ${surfaceNodes} surface nodes (${summaries} summaries), ${out.ids} ids: ` +
       `warm ${out.warm.total.median.toFixed(1)} µs (snapshot ${out.warm.snapshot.median.toFixed(1)}, plan ${out.warm.plan.median.toFixed(1)}), ` +
       `first call ${out.first.total.median.toFixed(0)} µs (first in process ${out.first.firstInProcess.toFixed(0)} µs), ` +
-      `round 2's snapshot + plan ${out.baseline.snapshotPlan.median.toFixed(1)} µs, JS pass ${out.baseline.jsPass.median.toFixed(1)} µs`,
+      `JS pass ${out.baseline.jsPass.median.toFixed(1)} µs`,
   )
   return out
 }
@@ -307,7 +307,7 @@ async function measureShape(events, close, reps) {
  */
 export async function measureFlood(events, reps) {
   const r = recordBlockSession(events, { close: false })
-  const snapshot = blockSnapshot(r.session)
+  const mirror = withLog(r.session).native
   const flood = Array.from({ length: 200_000 }, (_, i) => `flood-${i}`)
   const atCap = Array.from({ length: addon.MAX_BLOCK_TARGETS }, (_, i) => `cap-${i}`)
   const codeOf = (/** @type {() => unknown} */ f) => {
@@ -325,10 +325,10 @@ export async function measureFlood(events, reps) {
     const argsCode = codeOf(() => normalizeBlockIds({ ids: flood }))
     times.args.push(us(t0, now()) / 1000)
     t0 = now()
-    const planCode = codeOf(() => addon.planBlockSummary(r.session.id, snapshot, flood, r.requestSeq))
+    const planCode = codeOf(() => addon.planBlockSummary(r.session.id, mirror, flood, r.requestSeq))
     times.plan.push(us(t0, now()) / 1000)
     t0 = now()
-    const capCode = codeOf(() => addon.planBlockSummary(r.session.id, snapshot, atCap, r.requestSeq))
+    const capCode = codeOf(() => addon.planBlockSummary(r.session.id, mirror, atCap, r.requestSeq))
     times.cap.push(us(t0, now()) / 1000)
     check(argsCode === 'INVALID_ARGUMENT' && planCode === 'INVALID_ARGUMENT', `200k ids are refused by their count (${argsCode}, ${planCode})`)
     check(capCode === 'UNKNOWN_BLOCK', `256 unknown ids are UNKNOWN_BLOCK (${capCode})`)

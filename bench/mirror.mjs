@@ -22,7 +22,7 @@ import { SessionProjectionRegistry } from '@deepseek-ai/dsh-session-projection'
 import { SessionStore } from '@deepseek-ai/dsh-session'
 import { TokenMeter } from '@deepseek-ai/dsh-token-meter'
 
-import { callBlockIds } from '../plugin/block/surface.js'
+import { callBlockIds } from '../plugin/block/args.js'
 import { mirrorOf, mountMirror, onSessionEvent, trackBlockTool } from '../plugin/shared/mirror.js'
 import { check, emit, load, log, parseArgs } from './lib/common.mjs'
 import { recordSession, replay } from './lib/session.mjs'

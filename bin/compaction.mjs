@@ -51,10 +51,12 @@ import { existsSync, readdirSync, readFileSync, statSync, unlinkSync } from 'nod
 import path from 'node:path'
 
 import { discard, fsyncDir, renameDurable, running, writeDurable } from './durable.mjs'
-import { dshHomeOf, findInstalledHost, findNode22, isProfile, packageDir, tilde } from './host/find.mjs'
+import { fail } from './cli.mjs'
+import { hostDialect } from './host/dialect.mjs'
+import { dshHomeOf, findInstalledHost, findNode22, HostError, isProfile, packageDir, tilde } from './host/find.mjs'
 import { bootScript } from './host/launch.mjs'
 
-/** The command line this module takes (bin/dsh-fold.mjs dispatches). */
+/** The command line this module takes (bin/dsh-fold.mjs dispatches; bin/cli.mjs reads the usage). @type {import('./cli.mjs').Command} */
 export const command = {
   usage: `Usage: dsh-fold compaction enable [--profile NAME] [--dsh-home DIR] [--json]
        dsh-fold compaction disable [--profile NAME] [--dsh-home DIR] [--json]
@@ -66,8 +68,7 @@ export const command = {
   disable: compaction-basic again, the file put back byte for byte as it was before enable.
   status: the backend every profile (or NAME) mounts, from which file, its settings, and any
   swap that cannot load (exit 1 when a profile would not start because of one).`,
-  options: ['--profile', '--dsh-home', '--json'],
-  args: /** @type {[number, number, string]} */ ([1, 1, 'enable|disable|status']),
+  run: (opts) => runCompaction(opts, { fail }),
 }
 
 const OURS = 'dsh-fold/compaction'
@@ -572,11 +573,10 @@ function parseList(dialect, text, file) {
 
 /** @param {string} dir */
 async function dialectOf(dir) {
-  const { hostDialect, PresetError } = await import('./preset.mjs')
   try {
     return await hostDialect(dir)
   } catch (e) {
-    if (e instanceof PresetError) throw new CompactionError(e.code, e.message, e.exit)
+    if (e instanceof HostError) throw new CompactionError(e.code, e.message, e.exit)
     throw e
   }
 }

@@ -47,11 +47,24 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 import { addon } from '../plugin/shared/addon.js'
+import { fail } from './cli.mjs'
 import { backendLine, inspectCompaction } from './compaction.mjs'
 import { dshHomeOf, findInstalledHost, nodeMajor, onPath, packageDir, tilde } from './host/find.mjs'
 import { defaultCache, DSH_VERSION } from './host/install.mjs'
 import { runBoot } from './host/launch.mjs'
 import { dshFoldOnRegistry } from './host/registry.mjs'
+
+/** @type {import('./cli.mjs').Command} */
+export const command = {
+  usage: `Usage: dsh-fold doctor [--profile NAME] [--dsh-home DIR] [--json]
+  Check an installation, one line per check (✓ or ✗ with the command that fixes it): Node
+  (>= 22 for the host and block mode), the host and its version, the launcher on rc.8, the
+  dsh-fold bundle in the profile (default: headless) and each of its rows, the compaction
+  backend it mounts (and every other profile's, when a swap stops one from starting), what
+  block mode needs, the block-ptc preset, the checkpoint store, and the addon binary for this
+  platform. Exit 0 only when every check passes.`,
+  run: (opts) => runDoctor(opts, { fail }),
+}
 
 const HMR = '@deepseek-ai/cordis-plugin-hmr'
 /** dsh-fold's rows from its bundle patch, and what each is. */

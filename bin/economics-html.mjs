@@ -13,7 +13,7 @@
 import { scaleLinear } from 'd3-scale'
 import { area, curveStepAfter, line } from 'd3-shape'
 
-import { money, verdict } from './economics.mjs'
+import { money, verdict } from './economics-text.mjs'
 
 const W = 860
 const H = 360
@@ -25,7 +25,7 @@ const n = (/** @type {number} */ x) => (Math.round(x) || 0).toLocaleString('en-U
 
 /**
  * The chart alone, as an SVG element (also what `--svg` writes).
- * @param {ReturnType<typeof import('./economics.mjs').analyze>} a @param {string} title
+ * @param {ReturnType<typeof import('./economics-price.mjs').analyze>} a @param {string} title
  */
 export function renderSvg(a, title) {
   const reqs = a.requests
@@ -76,7 +76,7 @@ export function renderSvg(a, title) {
 
 /**
  * The whole page.
- * @param {ReturnType<typeof import('./economics.mjs').analyze>} a
+ * @param {ReturnType<typeof import('./economics-price.mjs').analyze>} a
  * @param {{sessionId: string, events: number, text: string}} about the text report goes in a <pre>
  */
 export function renderHtml(a, about) {

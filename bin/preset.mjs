@@ -15,11 +15,13 @@
  * parsed original plus exactly the intended changes; if the text edit cannot be proven, the
  * rows are re-serialized in that dialect instead (comments lost, and the record says so).
  *
- * The host is found, in order: `--host DIR` (the `@deepseek-ai/dsh` package folder or a folder
- * whose `node_modules` holds it); the package resolvable from `$DSH_HOME/profiles/<--profile>/`
- * (or `$DSH_HOME/profiles/`) the way Node resolves it — every `dsh` launch links its own
- * packages into `$DSH_HOME/profiles/node_modules`; then the package resolvable from where this
- * dsh-fold is installed (a bundle inside a profile).
+ * The host is found by bin/host/find.mjs `findHost`: `--host DIR`; else the package Node resolves
+ * from `$DSH_HOME/profiles/<--profile>/` (or `$DSH_HOME/profiles/`) — every `dsh` launch links its
+ * own packages into `$DSH_HOME/profiles/node_modules`; else the one it resolves from where this
+ * dsh-fold is installed (a bundle inside a profile). The command adds one step for `install` and
+ * `status` without `--host`: a profile made by `dsh plugin add` links no host packages until
+ * `dsh` first runs it, so when none of those finds one, the host `dsh` on PATH runs is taken as
+ * if given by `--host`.
  *
  * Files: `agent.cordis.yml`, `preset.yml` (display name and description) and `.dsh-fold.json`
  * (the install record: dsh-fold version, host version and folder, the source file and its
@@ -46,18 +48,35 @@
  * folders and the trash are deleted. Leftovers of a dsh-fold process still running are left
  * alone. `status` reports leftovers without touching them.
  *
- * Errors are `PresetError {code, exit}`: HOST_NOT_FOUND, CODE_PRESET_NOT_FOUND (66);
- * HOST_UNREADABLE, CODE_PRESET_UNREADABLE, CODE_PRESET_UNEXPECTED (65); PRESET_MODIFIED,
- * PRESET_FOREIGN (1, refused: use --force); WRITE_FAILED (73). Nothing is written on any error.
+ * Errors are `PresetError {code, exit}`: CODE_PRESET_NOT_FOUND (66); CODE_PRESET_UNREADABLE,
+ * CODE_PRESET_UNEXPECTED (65); PRESET_MODIFIED, PRESET_FOREIGN (1, refused: use --force);
+ * WRITE_FAILED (73); and the host's (bin/host/find.mjs `HostError`): HOST_NOT_FOUND (66),
+ * HOST_UNREADABLE (65). Nothing is written on any error. The command (`command`, at the end)
+ * reports each as `CODE: message` with its exit.
  */
 import { createHash } from 'node:crypto'
-import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync } from 'node:fs'
-import { createRequire } from 'node:module'
-import { homedir } from 'node:os'
+import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs'
 import path from 'node:path'
-import { fileURLToPath, pathToFileURL } from 'node:url'
+import { fileURLToPath } from 'node:url'
 
+import { fail, print } from './cli.mjs'
 import { discard, fsyncDir, running, writeDurable } from './durable.mjs'
+import { hostDialect } from './host/dialect.mjs'
+import { dshHomeOf, findHost, HostError, hostOnPath } from './host/find.mjs'
+
+/** @type {import('./cli.mjs').Command} */
+export const command = {
+  usage: `Usage: dsh-fold preset install [--dsh-home DIR] [--host DIR] [--profile NAME] [--force] [--json]
+       dsh-fold preset remove [--dsh-home DIR] [--force] [--json]
+       dsh-fold preset status [--dsh-home DIR] [--host DIR] [--profile NAME] [--json]
+  install: write block mode's agent preset to $DSH_HOME/.agent-presets/block-ptc/: the
+  installed host's \`code\` preset (found through $DSH_HOME/profiles, or --host DIR) with tool
+  presentation \`both\` and the block rows. Refuses to replace a preset you edited (or did not
+  get from dsh-fold) unless --force, which first moves it to .dsh-fold-backups/.
+  remove: remove that preset (same refusal and backup rules).
+  status: what is installed, and whether it still matches the host's current \`code\` preset.`,
+  run: runPreset,
+}
 
 export const PRESET_ID = 'block-ptc'
 const HOST_PACKAGE = '@deepseek-ai/dsh'
@@ -98,97 +117,12 @@ export class PresetError extends Error {
 
 const sha256 = (/** @type {string | Buffer} */ data) => createHash('sha256').update(data).digest('hex')
 
-/** @param {{'dsh-home'?: string}} opts */
-export function resolveDshHome(opts) {
-  const explicit = opts['dsh-home'] ?? process.env.DSH_HOME
-  return path.resolve(explicit && explicit !== '' ? explicit : path.join(homedir(), '.dsh'))
-}
-
-/** Ancestors of `dir`, itself first. @param {string} dir */
-function* ancestors(dir) {
-  for (let at = path.resolve(dir); ; at = path.dirname(at)) {
-    yield at
-    if (path.dirname(at) === at) return
-  }
-}
-
-/** The `@deepseek-ai/dsh` folder Node would resolve from `start`, or undefined. @param {string} start */
-function resolveHostFrom(start) {
-  for (const dir of ancestors(start)) {
-    const candidate = path.join(dir, 'node_modules', ...HOST_PACKAGE.split('/'))
-    if (existsSync(path.join(candidate, 'package.json'))) return candidate
-  }
-}
-
-/**
- * Find the installed host.
- * @param {{host?: string, profile?: string}} opts @param {string} dshHome
- * @returns {{dir: string, version: string, how: string}}
- */
-export function findHost(opts, dshHome) {
-  /** @type {string[]} */
-  const looked = []
-  /** @type {string | undefined} */
-  let dir
-  let how = ''
-  if (opts.host !== undefined) {
-    const given = path.resolve(opts.host)
-    looked.push(given)
-    const own = path.join(given, 'package.json')
-    if (existsSync(own) && readJson(own)?.name === HOST_PACKAGE) dir = given
-    else if (existsSync(path.join(given, 'node_modules', ...HOST_PACKAGE.split('/'), 'package.json'))) dir = path.join(given, 'node_modules', ...HOST_PACKAGE.split('/'))
-    how = '--host'
-    if (!dir) throw new PresetError('HOST_NOT_FOUND', `--host ${opts.host}: neither the ${HOST_PACKAGE} package folder nor a folder whose node_modules holds it`, 66)
-  } else {
-    const profiles = path.join(dshHome, 'profiles')
-    const start = opts.profile ? path.join(profiles, opts.profile) : profiles
-    looked.push(`${HOST_PACKAGE} resolvable from ${start}`)
-    dir = resolveHostFrom(start)
-    how = `resolved from ${start}`
-    if (!dir) {
-      looked.push(`${HOST_PACKAGE} resolvable from ${HERE}`)
-      dir = resolveHostFrom(HERE)
-      how = `resolved from dsh-fold's own install (${HERE})`
-    }
-    if (!dir) {
-      throw new PresetError('HOST_NOT_FOUND', `no installed DeepSeek Harness host (${HOST_PACKAGE}) found; looked at: ${looked.join('; ')}. Run \`dsh\` once with DSH_HOME=${dshHome} (it links its packages into profiles/node_modules) or pass --host DIR`, 66)
-    }
-  }
-  dir = realpathSync(dir)
-  const manifest = readJson(path.join(dir, 'package.json'))
-  if (manifest?.name !== HOST_PACKAGE || typeof manifest.version !== 'string') {
-    throw new PresetError('HOST_UNREADABLE', `${path.join(dir, 'package.json')} is not the ${HOST_PACKAGE} manifest`, 65)
-  }
-  return { dir, version: manifest.version, how }
-}
-
 /** @param {string} file @returns {any} */
 function readJson(file) {
   try {
     return JSON.parse(readFileSync(file, 'utf8'))
   } catch {
     return undefined
-  }
-}
-
-/**
- * The host's own composition YAML dialect: its js-yaml with the loader's `!!js` type.
- * @param {string} hostDir
- */
-export async function hostDialect(hostDir) {
-  const require = createRequire(path.join(hostDir, 'package.json'))
-  try {
-    const yaml = await import(pathToFileURL(require.resolve('js-yaml')).href)
-    const { entryListSchema } = await import(pathToFileURL(require.resolve('@deepseek-ai/cordis-plugin-include')).href)
-    if (!entryListSchema || typeof yaml.load !== 'function') throw new Error('no entryListSchema / js-yaml load')
-    return {
-      /** @param {string} text */
-      load: (text) => yaml.load(text, { schema: entryListSchema }),
-      /** @param {unknown} rows */
-      dump: (rows) => yaml.dump(rows, { schema: entryListSchema, lineWidth: -1, noRefs: true }),
-    }
-  } catch (e) {
-    throw new PresetError('HOST_UNREADABLE', `cannot load the host's YAML dialect (js-yaml and @deepseek-ai/cordis-plugin-include, resolved from ${hostDir}): ${/** @type {Error} */ (e).message}`, 65)
   }
 }
 
@@ -440,7 +374,7 @@ function recoverOrFail(presets) {
  * @param {{'dsh-home'?: string, host?: string, profile?: string, force?: boolean}} opts
  */
 export async function install(opts) {
-  const dshHome = resolveDshHome(opts)
+  const dshHome = dshHomeOf(opts['dsh-home'])
   const host = findHost(opts, dshHome)
   const files = codePresetFiles(host.dir)
   const source = readFileSync(files.composition, 'utf8')
@@ -519,7 +453,7 @@ export async function install(opts) {
 
 /** @param {{'dsh-home'?: string, force?: boolean}} opts */
 export function remove(opts) {
-  const dshHome = resolveDshHome(opts)
+  const dshHome = dshHomeOf(opts['dsh-home'])
   const presets = path.join(dshHome, '.agent-presets')
   const dir = path.join(presets, PRESET_ID)
   const recovered = recoverOrFail(presets)
@@ -542,7 +476,7 @@ export function remove(opts) {
 
 /** @param {{'dsh-home'?: string, host?: string, profile?: string}} opts */
 export async function status(opts) {
-  const dshHome = resolveDshHome(opts)
+  const dshHome = dshHomeOf(opts['dsh-home'])
   const dir = path.join(dshHome, '.agent-presets', PRESET_ID)
   const now = inspectPreset(dir)
   /** @type {{dir: string, version: string, how: string} | null} */
@@ -551,7 +485,7 @@ export async function status(opts) {
   try {
     host = findHost(opts, dshHome)
   } catch (e) {
-    if (!(e instanceof PresetError)) throw e
+    if (!(e instanceof HostError)) throw e
     hostError = `${e.code}: ${e.message}`
   }
   let codePreset = null
@@ -592,4 +526,54 @@ function profilesWithDshFold(dshHome) {
       return false
     }
   })
+}
+
+// ---- the command ------------------------------------------------------------------------------
+
+/** @param {import('./cli.mjs').Opts} opts */
+async function runPreset(opts) {
+  const verb = opts._[1]
+  if (!['install', 'remove', 'status'].includes(verb)) fail(`preset needs install, remove or status (got ${verb})`, 64)
+  for (const key of ['dsh-home', 'host', 'profile']) if (opts[key] === '') fail(`--${key} needs a non-empty value`, 64)
+  if (verb === 'status' && opts.force) fail('preset status does not take --force (dsh-fold preset --help)', 64)
+  if (verb === 'remove' && (opts.host !== undefined || opts.profile !== undefined)) fail('preset remove takes no --host/--profile: it only touches $DSH_HOME', 64)
+  if (verb !== 'remove' && opts.host === undefined) {
+    // A profile made by `dsh plugin add` links no host packages until `dsh` first runs it: then
+    // the host is the one `dsh` on PATH runs.
+    try {
+      findHost(opts, dshHomeOf(opts['dsh-home']))
+    } catch (e) {
+      const onPath = e instanceof HostError && e.code === 'HOST_NOT_FOUND' ? hostOnPath() : null
+      if (onPath) opts = { ...opts, host: onPath.dir }
+    }
+  }
+  let out
+  try {
+    out = verb === 'install' ? await install(opts) : verb === 'remove' ? remove(opts) : await status(opts)
+  } catch (e) {
+    if (e instanceof PresetError || e instanceof HostError) fail(`${e.code}: ${e.message}`, e.exit)
+    throw e
+  }
+  if (opts.json) return print(out, true)
+  if (verb === 'status') return printStatus(/** @type {any} */ (out))
+  const r = /** @type {any} */ (out)
+  for (const step of r.recovered ?? []) console.log(`finished an interrupted run: ${step}`)
+  if (r.action === 'absent') return console.log(`${PRESET_ID} is not installed at ${r.dir}; nothing removed`)
+  if (r.action === 'removed') return console.log(`removed ${r.dir}${r.backup ? ` (moved to ${r.backup})` : ''}`)
+  const from = `${r.record.host.package} ${r.record.host.version}'s code preset (${r.record.source.file})`
+  if (r.action === 'unchanged') return console.log(`${PRESET_ID} at ${r.dir} is already up to date with ${from}`)
+  console.log(`${r.action} ${PRESET_ID} at ${r.dir}\n  from ${from}, host found ${r.host.how}${r.record.commentsKept ? '' : '\n  note: the host file\'s comments could not be kept'}${r.backup ? `\n  your previous folder was moved to ${r.backup}` : ''}`)
+  console.log('  choose "Block PTC" when creating a session (restart a running dsh to load the bundle\'s browser half)')
+}
+
+/** @param {any} s */
+function printStatus(s) {
+  const state = { absent: 'not installed', installed: 'installed by dsh-fold, unmodified', modified: `installed by dsh-fold, edited since (${s.changed?.join(', ')})`, foreign: `present but not written by dsh-fold (${s.why})` }[/** @type {string} */ (s.state)]
+  console.log(`${s.preset}: ${state}\n  folder: ${s.dir}`)
+  if (s.installedBy) console.log(`  written by dsh-fold ${s.installedBy.version} from ${s.installedBy.source} (host ${s.installedBy.hostVersion})`)
+  console.log(s.host ? `  host: @deepseek-ai/dsh ${s.host.version} at ${s.host.dir} (${s.host.how})` : `  host: not found (${s.hostError})`)
+  if (s.matchesHost !== null) console.log(`  matches the host's current code preset: ${s.matchesHost ? 'yes' : 'no — run `dsh-fold preset install` to refresh it'}`)
+  if (s.leftovers?.length) console.log(`  an interrupted install or remove left ${s.leftovers.join(', ')}; the next \`dsh-fold preset install\` or \`remove\` finishes it`)
+  if (s.shadowedByShippedPreset) console.log(`  warning: the host ships its own ${s.preset} preset, which shadows this one`)
+  console.log(`  profiles with the dsh-fold bundle: ${s.profilesWithDshFold.length ? s.profilesWithDshFold.join(', ') : 'none (add it with `dsh plugin --profile NAME add dsh-fold`; the preset\'s rows and the browser half need it)'}`)
 }

@@ -50,7 +50,27 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import { dshHomeOf, findInstalledHost, findNode22 } from './host/find.mjs'
 import { defaultCache, ensureHost, ensureNode22 } from './host/install.mjs'
 import { HOST_SHUTDOWN_GRACE_MS, dshPackageOf, hostEnv, initProfile, installBundles, killGroup, runBoot, sessionLogs, writePatchFile } from './host/launch.mjs'
+import { fail } from './cli.mjs'
 import { Transcript } from './transcript.mjs'
+
+/** @type {import('./cli.mjs').Command} */
+export const command = {
+  usage: `Usage: dsh-fold try [--profile NAME] [--dsh-home DIR] [--patch FILE] [--cwd DIR] [--compaction] [--keep] [--json] ["TASK"]
+  Boot a real DSH host headless with dsh-fold's rows and run one task, printing what the
+  model did and each fold. The host is the one you installed (found from \`dsh\` on PATH or
+  $DSH_HOME/profiles), else the pinned @deepseek-ai/dsh 0.1.0-rc.8, installed with Node 22
+  into dsh-fold's cache on first use (about a minute; $DSH_FOLD_CACHE moves it).
+  With DEEPSEEK_API_KEY set the model is DeepSeek's and the task runs in --cwd (default: here);
+  without one a scripted model shows checkpoint -> explore -> rewind -> recall on a small
+  workspace it writes (TASK is then optional). Without --profile/--dsh-home nothing outside a
+  temporary DSH home is touched; with them, that profile (dsh-fold installed in it) is used.
+  --patch adds a patch overlay (e.g. block mode's row, with DSH_TOOLS_MODE=both);
+  --compaction swaps in dsh-fold/compaction for the run, at a small context window, and the
+  scripted model first surveys run logs long enough to compact (each compaction is printed
+  like a fold); --keep leaves the temporary DSH home and workspace in place; --json prints the
+  run as JSON.`,
+  run: (opts) => runTry(opts, { fail }),
+}
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const OWN = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'))

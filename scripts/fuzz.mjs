@@ -3,8 +3,8 @@
  * @module scripts/fuzz
  * `npm run fuzz -- --minutes N`: the core's fuzz campaign. Runs every target of
  * `crates/fold-core/fuzz/` (cargo-fuzz over libFuzzer; the targets are the functions of
- * `fold_core::fuzz`: store file, journal replay, v1 snapshot + region planner, v2 snapshot +
- * block planner, report input, zstd frames) for N minutes in all, split evenly, at the lowest
+ * `fold_core::fuzz`: store file, journal replay, the session mirror's records + rewind's and block
+ * mode's planners, report input, zstd frames) for N minutes in all, split evenly, at the lowest
  * CPU priority (`nice -n 19`: the machine may be shared), and prints executions and crashes per
  * target (also written to `.fuzz-cache/last-run.json`).
  *
@@ -41,11 +41,15 @@ const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 const fuzzDir = path.join(root, 'crates', 'fold-core', 'fuzz')
 const committed = path.join(fuzzDir, 'corpus')
 const cache = process.env.DSH_FOLD_FUZZ_CACHE ?? path.join(root, '.fuzz-cache')
-const TARGETS = ['store_file', 'store_journal', 'snapshot_v1', 'snapshot_v2', 'report_input', 'zstd']
+const TARGETS = ['store_file', 'store_journal', 'mirror', 'report_input', 'zstd']
 /** cargo-fuzz, pinned: the version this script was written against. */
 const CARGO_FUZZ = '0.13.2'
-/** Largest input libFuzzer makes (a v2 snapshot of a few hundred nodes; a store of dozens of marks). */
+/** Largest input libFuzzer makes (a mirror's records for a few hundred events; a store of dozens of marks). */
 const MAX_LEN = 16_384
+/** No seq (a `mirror` input's current when none is named). */
+const NO_SEQ = 0xffff_ffff
+/** A `mirror` input's control bit: the feed is a load and its log index (else one push). */
+const LOADED = 1 << 13
 
 const args = process.argv.slice(2)
 const flag = (/** @type {string} */ name) => args.includes(name)
@@ -179,7 +183,7 @@ function build(names) {
 async function seed() {
   const { journalLine } = await import('../__test__/reliability/helpers.mjs')
   const { recordBlockSession } = await import('../bench/block.mjs')
-  const { blockSnapshot } = await import('../plugin/block/surface.js')
+  const { recordSession, replay } = await import('../bench/lib/session.mjs')
   const put = (/** @type {string} */ target, /** @type {string} */ name, /** @type {Buffer | Uint8Array} */ bytes) => {
     mkdirSync(path.join(committed, target), { recursive: true })
     writeFileSync(path.join(committed, target, `seed-${name}`), bytes)
@@ -194,15 +198,19 @@ async function seed() {
   put('store_journal', 'two-batches', Buffer.concat([header, batch, fold]))
   put('store_journal', 'torn-tail', Buffer.concat([header, batch, fold.subarray(0, fold.length - 5)]))
   put('store_journal', 'header-only', header)
-  for (const f of readdirSync(path.join(core, 'surface'))) {
-    const text = readFileSync(path.join(core, 'surface', f), 'utf8')
-    const anchor = Number(text.match(/# anchor: (\d+)/)?.[1] ?? 0)
-    const words = text.split('\n').filter((l) => !l.startsWith('#')).join(' ').split(/[\s,]+/).filter(Boolean).map(Number)
-    put('snapshot_v1', f.replace(/\.txt$/, ''), wordsBytes([anchor, ...words]))
-  }
+  // The mirror's own records, as the plugin's describer writes them for real sessions: block
+  // sessions fed event by event (block ids tracked: every record pushed), and rewind sessions
+  // (with a compaction, and a fold's report) rebuilt from their surface (a load, then the log).
   for (const [events, close, pick] of /** @type {const} */ ([[120, true, 0b1_0000_0101], [200, false, 0b0110_0001], [400, true, 0b1000_0000_0010]])) {
     const r = recordBlockSession(events, { close })
-    put('snapshot_v2', `${close ? 'closed' : 'open'}-${events}`, wordsBytes([pick, ...blockSnapshot(r.session)]))
+    const fed = await describedWords(r.session, true)
+    put('mirror', `blocks-${close ? 'closed' : 'open'}-${events}`, wordsBytes([r.requestSeq, pick, NO_SEQ, ...mirrorInput(fed)]))
+  }
+  for (const [events, compaction] of /** @type {const} */ ([[300, true], [300, false], [900, true]])) {
+    const rec = recordSession(events, { compaction, explorationSteps: 4 })
+    const session = replay(rec, `fuzz-seed-${events}-${compaction}`)
+    const loaded = await describedWords(session, false)
+    put('mirror', `rewind-${compaction ? 'compacted' : 'whole'}-${events}`, wordsBytes([rec.anchor ?? Math.floor(events / 2), LOADED, NO_SEQ, ...mirrorInput(loaded)]))
   }
   const reports = path.join(root, '__test__', 'fixtures', 'report')
   for (const f of readdirSync(reports).filter((n) => n.endsWith('.json'))) put('report_input', f.replace(/\.json$/, ''), readFileSync(path.join(reports, f)))
@@ -210,4 +218,70 @@ async function seed() {
   put('zstd', 'session', readFileSync(path.join(cli, 'session.jsonl.zstd')))
   put('zstd', 'truncated', readFileSync(path.join(cli, 'bad', 'truncated.jsonl.zstd')))
   console.log(`fuzz: seeds written under ${path.relative(root, committed)}`)
+}
+
+/**
+ * The words the plugin's describer (plugin/shared/mirror.js) hands a session's mirror: the id
+ * lists it interns, in order, and either the records it pushes or the load and the log index a
+ * rebuild reads. `blocks`: block mode's ids tracked (every event pushed) or not (a rebuild from
+ * the surface).
+ * @param {any} session
+ * @param {boolean} blocks
+ * @returns {Promise<{sets: string[][], push: number[], load?: number[], open?: number, log?: number[]}>}
+ */
+async function describedWords(session, blocks) {
+  const { addon } = await import('../plugin/shared/addon.js')
+  const { callBlockIds } = await import('../plugin/block/args.js')
+  const { freshMirror, trackBlockTool } = await import('../plugin/shared/mirror.js')
+  const proto = addon.SessionMirror.prototype
+  const kept = { intern: proto.intern, push: proto.push, load: proto.load, loadLog: proto.loadLog }
+  /** @type {{sets: string[][], push: number[], load?: number[], open?: number, log?: number[]}} */
+  const out = { sets: [], push: [] }
+  // Listening in on the describer's calls (the seeds are exactly what it sends), then restored.
+  Object.assign(proto, {
+    intern(/** @type {string[]} */ ids) {
+      out.sets.push([...ids])
+      return kept.intern.call(this, ids)
+    },
+    push(/** @type {Uint32Array} */ words, /** @type {number} */ length) {
+      out.push.push(...words.subarray(0, length ?? words.length))
+      return kept.push.call(this, words, length)
+    },
+    load(/** @type {Uint32Array} */ words) {
+      out.load = Array.from(words)
+      return kept.load.call(this, words)
+    },
+    loadLog(/** @type {number} */ open, /** @type {Uint32Array} */ words) {
+      out.open = open
+      out.log = Array.from(words)
+      return kept.loadLog.call(this, open, words)
+    },
+  })
+  const untrack = blocks ? trackBlockTool('block_run_code', callBlockIds) : () => {}
+  try {
+    freshMirror(session)
+  } finally {
+    untrack()
+    Object.assign(proto, kept)
+  }
+  return out
+}
+
+/**
+ * A `mirror` fuzz input's id sets and feed (crates/fold-core/src/fuzz.rs), after its anchor,
+ * control and current words: each id set spelled as v2 packs ids (length, then two UTF-16 units a
+ * word), then the pushed records, or the load's length, the load, the open compaction and the log.
+ * @param {{sets: string[][], push: number[], load?: number[], open?: number, log?: number[]}} described
+ */
+function mirrorInput({ sets, push, load, open, log }) {
+  const words = [sets.length]
+  for (const ids of sets) {
+    words.push(ids.length)
+    for (const id of ids) {
+      words.push(id.length)
+      for (let u = 0; u < id.length; u += 2) words.push(id.charCodeAt(u) | (u + 1 < id.length ? id.charCodeAt(u + 1) << 16 : 0))
+    }
+  }
+  if (load === undefined) return [...words, ...push]
+  return [...words, load.length, ...load, open ?? NO_SEQ, ...(log ?? [])]
 }

@@ -1,5 +1,5 @@
 //! The block planner's export, `planBlockSummary`: synchronous, on the JS thread, conversion only.
-//! It reads the session's mirror (or a v2 snapshot); every rule is in `fold_core::blocks`; every
+//! It reads the session's mirror and nothing else; every rule is in `fold_core::blocks`; every
 //! bad argument is an `INVALID_ARGUMENT` that names it.
 
 use fold_core::blocks::{self, Plan};
@@ -10,7 +10,6 @@ use napi::{Env, ValueType};
 use napi_derive::napi;
 
 use crate::convert::{self, cast, describe, throw, CoreResult};
-use crate::mirror::SessionMirror;
 
 /// Most block ids one summary may close (the core's `blocks::MAX_TARGETS`), for the plugin's
 /// own argument check.
@@ -21,7 +20,7 @@ pub const MAX_BLOCK_TARGETS: u32 = blocks::MAX_TARGETS as u32;
 #[napi]
 pub const MAX_BLOCK_ID_LENGTH: u32 = blocks::MAX_ID_UNITS as u32;
 
-/// Largest `requestSeq` accepted (seqs are 32-bit in the snapshot format).
+/// Largest `requestSeq` accepted (seqs are 32-bit in the mirror's records).
 const MAX_REQUEST_SEQ: f64 = u32::MAX as f64 - 1.0;
 
 /// What a summary of `closed` replaces right now.
@@ -39,10 +38,10 @@ pub struct BlockCommitPlan {
     /// The targets, in request order.
     #[napi(ts_type = "string[]")]
     pub closed: Vec<Utf16String>,
-    /// With a session mirror: the replaced nodes' model-visible chars.
-    pub chars: Option<f64>,
-    /// With a session mirror whose nodes a token meter priced: the replaced nodes' token price
-    /// (the commit's shadow price).
+    /// The replaced nodes' model-visible chars.
+    pub chars: f64,
+    /// When a token meter priced the mirror's nodes: the replaced nodes' token price (the
+    /// commit's shadow price).
     pub tokens: Option<f64>,
 }
 
@@ -79,28 +78,6 @@ fn targets(v: &Unknown<'_>) -> napi::Result<CoreResult<Vec<BlockId>>> {
     Ok(Ok(out))
 }
 
-/// What the planner reads: the session's mirror, or a v2 snapshot (a `Uint32Array`, borrowed for
-/// this call, never copied).
-enum Source<'e> {
-    Mirror(ClassInstance<'e, SessionMirror>),
-    Words(Uint32ArraySlice<'e>),
-}
-
-fn source<'e>(env: &Env, v: &Unknown<'e>) -> napi::Result<CoreResult<Source<'e>>> {
-    if let Some(m) = crate::mirror::of(env, v)? {
-        return Ok(Ok(Source::Mirror(m)));
-    }
-    if v.get_type()? == ValueType::Object && v.is_typedarray()? {
-        if let Ok(words) = cast::<Uint32ArraySlice>(v) {
-            return Ok(Ok(Source::Words(words)));
-        }
-    }
-    Ok(Err(FoldError::invalid(format!(
-        "snapshot must be a block snapshot (the Uint32Array blockSnapshot(session) returns) or the session's SessionMirror, got {}",
-        describe(v)?
-    ))))
-}
-
 /// Unwraps a conversion result or throws its coded error.
 macro_rules! arg {
     ($env:expr, $conv:expr) => {
@@ -114,40 +91,36 @@ macro_rules! arg {
 /// Plans a block summary of `targets` requested at log length `requestSeq`: what it replaces now,
 /// or why it must wait. Pure and synchronous; writes nothing.
 #[napi(
-    ts_args_type = "sessionId: string, snapshot: SessionMirror | Uint32Array, targets: string[], requestSeq: number",
+    ts_args_type = "sessionId: string, mirror: SessionMirror, targets: string[], requestSeq: number",
     ts_return_type = "BlockPlan"
 )]
 pub fn plan_block_summary<'e>(
     env: &'e Env,
     session_id: Unknown<'e>,
-    snapshot: Unknown<'e>,
+    mirror: Unknown<'e>,
     targets: Unknown<'e>,
     request_seq: Unknown<'e>,
 ) -> napi::Result<Object<'e>> {
     crate::guard::throwing(env, "planBlockSummary", || {
-        plan_checked(env, session_id, snapshot, targets, request_seq)
+        plan_checked(env, session_id, mirror, targets, request_seq)
     })
 }
 
 fn plan_checked<'e>(
     env: &'e Env,
     session_id: Unknown<'e>,
-    snapshot: Unknown<'e>,
+    mirror: Unknown<'e>,
     targets: Unknown<'e>,
     request_seq: Unknown<'e>,
 ) -> napi::Result<Object<'e>> {
     let session_id = arg!(env, convert::string(&session_id, "sessionId"));
-    let source = arg!(env, self::source(env, &snapshot));
+    let Some(m) = crate::mirror::of(env, &mirror)? else {
+        return Err(throw(env, &crate::mirror::expected(&mirror)?));
+    };
     let targets = arg!(env, self::targets(&targets));
     let request_seq = arg!(env, convert::integer(&request_seq, "requestSeq", MAX_REQUEST_SEQ));
-    let planned = match &source {
-        Source::Mirror(m) => m
-            .mirror
-            .block_surface()
-            .and_then(|surface| blocks::plan_surface(&session_id, &surface, &targets, request_seq)),
-        Source::Words(words) => blocks::plan_session(&session_id, words, &targets, request_seq),
-    };
-    let plan = planned.map_err(|e| throw(env, &e))?;
+    let mirror = &m.mirror;
+    let plan = blocks::plan_session(&session_id, mirror, &targets, request_seq).map_err(|e| throw(env, &e))?;
 
     let mut out = Object::new(env)?;
     match plan {
@@ -158,14 +131,8 @@ fn plan_checked<'e>(
                 BlockCommitPlan {
                     start: c.start(),
                     end: c.end(),
-                    chars: match &source {
-                        Source::Mirror(m) => Some(m.mirror.chars_of(&c.seqs) as f64),
-                        Source::Words(_) => None,
-                    },
-                    tokens: match &source {
-                        Source::Mirror(m) => m.mirror.tokens_of(&c.seqs).map(|t| t as f64),
-                        Source::Words(_) => None,
-                    },
+                    chars: mirror.chars_of(&c.seqs) as f64,
+                    tokens: mirror.tokens_of(&c.seqs).map(|t| t as f64),
                     seqs: Uint32Array::new(c.seqs),
                     remaining: to_js(c.remaining),
                     closed: to_js(c.closed),

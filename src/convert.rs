@@ -315,15 +315,15 @@ pub fn store(v: &Unknown<'_>) -> napi::Result<CoreResult<Arc<Store>>> {
     }))
 }
 
-/// Reads a `Uint32Array` snapshot argument.
-pub fn snapshot(v: &Unknown<'_>) -> napi::Result<CoreResult<Vec<u32>>> {
+/// Reads a `Uint32Array` argument (a plan's seqs), copied.
+pub fn words(v: &Unknown<'_>) -> napi::Result<CoreResult<Vec<u32>>> {
     let is_u32 = type_of(v)? == ValueType::Object && v.is_typedarray()? && {
         let typed = cast::<Uint32ArraySlice>(v);
         typed.is_ok()
     };
     if !is_u32 {
         return Ok(Err(FoldError::invalid(format!(
-            "snapshot must be a Uint32Array, got {}",
+            "expected a Uint32Array, got {}",
             describe(v)?
         ))));
     }

@@ -3,7 +3,7 @@
 //! | core step            | JS                                                                   |
 //! |----------------------|----------------------------------------------------------------------|
 //! | `Step::Snapshot`     | `host.mirror` (+ `current`), or `host.snapshot(anchor)`:             |
-//! |                      | `Uint32Array \| SessionMirror`                                       |
+//! |                      | `SessionMirror`                                                      |
 //! | `Step::Summarize`    | `host.summarize(region, attempt): Promise<string \| SummaryReply>`  |
 //! | `Step::Commit`       | `host.commit(plan): 'committed' \| 'changed'` — synchronous          |
 //! | the mark             | the store's memory, or `checkpoint.latestMark(sessionId)`            |
@@ -12,7 +12,7 @@
 //!
 //! Every call catches what the callback throws, so a throw becomes a coded rejection with the
 //! thrown value as `cause`, never an exception escaping the addon. A callback's own mistakes
-//! (a snapshot that is not a `Uint32Array`, a summary that resolves to something else, a
+//! (a `snapshot()` that returns no `SessionMirror`, a summary that resolves to something else, a
 //! commit that answers something else) are classified the same way. What `summarize`,
 //! `latestMark` and `completeFold` return is awaited as `await` would (`rewind.rs`: adopted by
 //! a promise of the binding's own). Each foreign property is read once: a getter that answers
@@ -28,7 +28,7 @@ use crate::types::{FoldPlan, FoldRegion, SummaryReply, TokenPrices};
 
 /// Largest mark id a foreign checkpoint service may hand back (a JS number's exact integers).
 const MAX_MARK_ID: f64 = 9_007_199_254_740_991.0;
-/// Largest log length (seqs are 32-bit in the snapshot format).
+/// Largest log length (seqs are 32-bit in the mirror's records).
 const MAX_LOG_LENGTH: f64 = u32::MAX as f64 - 1.0;
 
 /// A failure of a JS callback: the coded error, and the value it threw or rejected with.
@@ -40,17 +40,13 @@ pub struct JsHost {
     snapshot: FunctionRef<(), ()>,
     summarize: FunctionRef<(), ()>,
     commit: FunctionRef<(), ()>,
-    /// `host.current`: the seq of the assistant node carrying the rewind call, for a host whose
-    /// `snapshot` returns a session mirror.
+    /// `host.current`: the seq of the assistant node carrying the rewind call.
     current: Option<u32>,
 }
 
-/// What `host.snapshot` gave: the snapshot's words, or the session's mirror (the fold reads its
-/// surface and its log off it: [`fold_core::fold::Rewind::read`]).
-pub enum Taken<'e> {
-    Words(Vec<u32>),
-    Mirror(ClassInstance<'e, crate::mirror::SessionMirror>),
-}
+/// The session's mirror a fold reads its surface and its log off
+/// ([`fold_core::fold::Rewind::read`]): `host.mirror`, or what `host.snapshot` returned.
+pub type Taken<'e> = ClassInstance<'e, crate::mirror::SessionMirror>;
 
 /// A referenced function of `obj` named `name`, or the argument error.
 fn method(obj: &Object<'_>, owner: &str, name: &str) -> napi::Result<CoreResult<FunctionRef<(), ()>>> {
@@ -128,10 +124,10 @@ impl JsHost {
         self.this.release(env)
     }
 
-    /// The surface now, for a fold from `anchor`: read off `host.mirror` when the host handed
-    /// its session's mirror over (in step with the session when `rewind` was called: no callback
-    /// at all) and the fold did not wait since (`waited`); else asked of `host.snapshot(anchor)`,
-    /// which returns a snapshot or the mirror brought back in step.
+    /// The session's mirror, for a fold from `anchor`: `host.mirror` when the host handed it
+    /// over (in step with the session when `rewind` was called: no callback at all) and the fold
+    /// did not wait since (`waited`); else asked of `host.snapshot(anchor)`, which returns the
+    /// mirror brought back in step.
     pub fn snapshot<'e>(
         &self,
         env: &'e Env,
@@ -142,20 +138,20 @@ impl JsHost {
             let this = self.this.0.get_value(env)?;
             let handed: Unknown = this.get_named_property("mirror")?;
             if let Some(m) = crate::mirror::of(env, &handed)? {
-                return Ok(Ok(Taken::Mirror(m)));
+                return Ok(Ok(m));
             }
         }
         Ok(
             match self.this.call(env, &self.snapshot, FnArgs::from((anchor as f64,)))? {
                 Ok(v) => match crate::mirror::of(env, &v)? {
-                    Some(m) => Ok(Taken::Mirror(m)),
-                    None => match convert::snapshot(&v)? {
-                        Ok(words) => Ok(Taken::Words(words)),
-                        Err(e) => Err((
-                            FoldError::HostFailed(format!("host.snapshot() returned garbage: {e}")),
-                            None,
+                    Some(m) => Ok(m),
+                    None => Err((
+                        FoldError::HostFailed(format!(
+                            "host.snapshot() returned garbage: {}",
+                            crate::mirror::expected(&v)?
                         )),
-                    },
+                        None,
+                    )),
                 },
                 Err(thrown) => Err((
                     FoldError::HostFailed(format!("host.snapshot() threw: {}", reason_or_cause(thrown))),

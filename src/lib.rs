@@ -55,32 +55,32 @@ pub use crate::store::{
 pub use crate::types::*;
 pub use crate::zstd::{decode_zstd, decode_zstd_log};
 
-/// Largest log length / anchor accepted (seqs are 32-bit in the snapshot format).
+/// Largest log length / anchor accepted (seqs are 32-bit in the mirror's records).
 const MAX_LOG_LENGTH: f64 = u32::MAX as f64 - 1.0;
 
-/// Region selection alone, synchronously: what a fold at `anchor` would replace right now, on a
-/// snapshot or a session mirror. With a mirror, `current` is the seq of the assistant node
-/// carrying the rewind call (absent: inferred, as a snapshot's `NONE`).
-#[napi(ts_args_type = "surface: Uint32Array | SessionMirror, anchor: number, current?: number | null")]
+/// Region selection alone, synchronously: what a fold at `anchor` would replace right now, read
+/// off the session's mirror. `current` is the seq of the assistant node carrying the rewind call
+/// (absent: inferred, the last assistant node when it has no call or an unanswered one).
+#[napi(ts_args_type = "mirror: SessionMirror, anchor: number, current?: number | null")]
 pub fn select_region(
     env: &Env,
-    surface: Unknown<'_>,
+    mirror: Unknown<'_>,
     anchor: Unknown<'_>,
     current: Option<Unknown<'_>>,
 ) -> Result<FoldRegion> {
     guard::throwing(env, "selectRegion", || {
-        select_region_checked(env, surface, anchor, current)
+        select_region_checked(env, mirror, anchor, current)
     })
 }
 
 fn select_region_checked(
     env: &Env,
-    surface: Unknown<'_>,
+    mirror: Unknown<'_>,
     anchor: Unknown<'_>,
     current: Option<Unknown<'_>>,
 ) -> Result<FoldRegion> {
     let anchor = arg_or_throw!(env, convert::integer(&anchor, "anchor", MAX_LOG_LENGTH));
-    let surface = arg_or_throw!(env, surface_of(env, &surface, anchor, current.as_ref()));
+    let surface = arg_or_throw!(env, rewind_surface(env, &mirror, anchor, current.as_ref()));
     let region = region::select(&surface, anchor).map_err(|e| throw(env, &e))?;
     Ok(FoldRegion::from(&fold::FoldRequest {
         mark_id: 0,
@@ -89,17 +89,17 @@ fn select_region_checked(
     }))
 }
 
-/// The commit-time check: does the surface (a snapshot, or a session mirror with the same
-/// `current` as the selection) still select exactly `plan`'s region?
-#[napi(ts_args_type = "plan: FoldPlan | FoldRegion, surface: Uint32Array | SessionMirror, current?: number | null")]
-pub fn plan_matches(env: &Env, plan: Unknown<'_>, surface: Unknown<'_>, current: Option<Unknown<'_>>) -> Result<bool> {
-    guard::throwing(env, "planMatches", || plan_matches_checked(env, plan, surface, current))
+/// The commit-time check: does the session's mirror (with the same `current` as the selection)
+/// still select exactly `plan`'s region?
+#[napi(ts_args_type = "plan: FoldPlan | FoldRegion, mirror: SessionMirror, current?: number | null")]
+pub fn plan_matches(env: &Env, plan: Unknown<'_>, mirror: Unknown<'_>, current: Option<Unknown<'_>>) -> Result<bool> {
+    guard::throwing(env, "planMatches", || plan_matches_checked(env, plan, mirror, current))
 }
 
 fn plan_matches_checked(
     env: &Env,
     plan: Unknown<'_>,
-    surface: Unknown<'_>,
+    mirror: Unknown<'_>,
     current: Option<Unknown<'_>>,
 ) -> Result<bool> {
     if plan.get_type()? != ValueType::Object {
@@ -117,39 +117,30 @@ fn plan_matches_checked(
     let seqs: Unknown = plan.get_named_property("seqs")?;
     let seqs = arg_or_throw!(
         env,
-        convert::snapshot(&seqs).map(|r| r.map_err(|_| FoldError::invalid("plan.seqs must be a Uint32Array")))
+        convert::words(&seqs).map(|r| r.map_err(|_| FoldError::invalid("plan.seqs must be a Uint32Array")))
     );
-    let surface = arg_or_throw!(env, surface_of(env, &surface, anchor, current.as_ref()));
+    let surface = arg_or_throw!(env, rewind_surface(env, &mirror, anchor, current.as_ref()));
     Ok(region::still_matches(&surface, anchor, &seqs))
 }
 
-/// The surface a fold from `anchor` reads: a snapshot decoded, or a session mirror's.
-fn surface_of(
+/// The surface a fold from `anchor` reads, off the session's mirror.
+fn rewind_surface(
     env: &Env,
     v: &Unknown<'_>,
     anchor: u64,
     current: Option<&Unknown<'_>>,
 ) -> Result<convert::CoreResult<Surface>> {
-    if let Some(m) = mirror::of(env, v)? {
-        let current = match current.filter(|c| !matches!(c.get_type(), Ok(ValueType::Undefined | ValueType::Null))) {
-            None => None,
-            Some(c) => match convert::integer(c, "current", MAX_LOG_LENGTH)? {
-                Ok(c) => Some(c as u32),
-                Err(e) => return Ok(Err(e)),
-            },
-        };
-        return Ok(m.mirror.rewind_surface(anchor, current));
-    }
-    let words = match convert::snapshot(v)? {
-        Ok(w) => w,
-        Err(_) => {
-            return Ok(Err(FoldError::invalid(format!(
-                "snapshot must be a Uint32Array or a SessionMirror, got {}",
-                convert::describe(v)?
-            ))))
-        }
+    let Some(m) = mirror::of(env, v)? else {
+        return Ok(Err(mirror::expected(v)?));
     };
-    Ok(Surface::decode(&words))
+    let current = match current.filter(|c| !matches!(c.get_type(), Ok(ValueType::Undefined | ValueType::Null))) {
+        None => None,
+        Some(c) => match convert::integer(c, "current", MAX_LOG_LENGTH)? {
+            Ok(c) => Some(c as u32),
+            Err(e) => return Ok(Err(e)),
+        },
+    };
+    Ok(m.mirror.rewind_surface(anchor, current))
 }
 
 /// Whether `value` is an error raised by dsh-fold (an `Error` whose `code` is one of ours).

@@ -1,9 +1,9 @@
 //! `SessionMirror`: one session's mirror ([`fold_core::mirror`]) as a JS class. The plugin feeds
 //! it from its `session/event` listener (`push`, one record per event, synchronously) and
 //! rebuilds it from the session when it falls out of step (`load` + `loadLog`, or `reset` and
-//! every event again); `rewind` (a host's `snapshot()` may return it), `selectRegion`,
-//! `planMatches`, `planBlockSummary` and recall (`replacements`, `originals`) read it where they
-//! read a snapshot before. Conversion only: every rule is the core's.
+//! every event again); `rewind` (`host.mirror`, or what a host's `snapshot()` returns),
+//! `selectRegion`, `planMatches`, `planBlockSummary` and recall (`replacements`, `originals`) read
+//! it, and nothing else. Conversion only: every rule is the core's.
 //!
 //! A JS value is taken for a mirror only if it is an instance of this class (`instanceof`),
 //! checked before it is unwrapped.
@@ -275,7 +275,8 @@ impl SessionMirror {
         guard::throwing(env, "SessionMirror.heapBytes", || Ok(self.mirror.heap_bytes() as f64))
     }
 
-    /// A canonical description of everything a planner reads (tests compare two mirrors by it);
+    /// A canonical description of everything a planner reads, as JSON (tests compare two
+    /// mirrors by it, and read a mirror's facts off it: `fold_core::mirror::Canonical`);
     /// `nodeIds: false` leaves out the nodes' block ids (a mirror rebuilt from its surface knows
     /// the ids a compaction covered only when block mode had every event described).
     #[napi]
@@ -287,7 +288,7 @@ impl SessionMirror {
                     node.ids = None;
                 }
             }
-            Ok(format!("{c:?}"))
+            Ok(c.to_json())
         })
     }
 }
@@ -337,6 +338,14 @@ pub fn of<'e>(env: &Env, v: &Unknown<'e>) -> napi::Result<Option<ClassInstance<'
         return Ok(None);
     }
     Ok(Some(cast::<ClassInstance<SessionMirror>>(v)?))
+}
+
+/// The coded error for a value that is not a `SessionMirror` where a planner reads one.
+pub fn expected(v: &Unknown<'_>) -> napi::Result<FoldError> {
+    Ok(FoldError::invalid(format!(
+        "mirror must be the session's SessionMirror (plugin/shared/mirror.js: mirrorOf(session).native), got {}",
+        describe(v)?
+    )))
 }
 
 /// An array of block id strings, kept as exact UTF-16.

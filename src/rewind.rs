@@ -1,5 +1,5 @@
 //! The `rewind` export: the core's transaction ([`fold_core::fold::Rewind`]) driven from the JS
-//! thread. Region selection (on the session mirror the host hands over, or a snapshot), the
+//! thread. Region selection (on the session mirror the host hands over), the
 //! summarize call and the commit run on the JS thread with no thread handoff (the summarizer's
 //! promise resumes the fold in a JS continuation). The promise settles as soon as the commit has
 //! appended the replacement; the durable stamp follows, off the fold's critical path
@@ -31,7 +31,7 @@ use napi_derive::napi;
 use crate::abort::{self, SignalListener};
 use crate::convert::{self, js_error, CoreResult, Deferred};
 use crate::guard;
-use crate::host::{self, CheckpointService, Failure, JsHost, Taken};
+use crate::host::{self, CheckpointService, Failure, JsHost};
 use crate::stamp::{self, Stamper, Target};
 use crate::types::RewindResult;
 
@@ -435,8 +435,7 @@ impl Driver {
                 let waited = self.waited;
                 let taken = self.host()?.snapshot(env, anchor, waited)?;
                 match taken {
-                    Ok(Taken::Words(words)) => Ok(Some(self.machine()?.snapshot(&words))),
-                    Ok(Taken::Mirror(m)) => {
+                    Ok(m) => {
                         let current = self.host()?.current();
                         Ok(Some(self.machine()?.read(&m.mirror, current)))
                     }

@@ -325,6 +325,16 @@ pub fn open_store<'e>(env: &'e Env, store: Unknown<'e>) -> Result<PromiseRaw<'e,
 }
 
 fn open_store_checked<'e>(env: &'e Env, store: Unknown<'e>) -> Result<PromiseRaw<'e, ()>> {
+    whole_store_work(env, store, Store::open)
+}
+
+/// `openStore` and `compactStore`: one operation on the whole store, off the JS thread, claimed
+/// until its file work is over; its warnings are emitted on the JS thread.
+fn whole_store_work<'e>(
+    env: &'e Env,
+    store: Unknown<'e>,
+    operation: fn(&Store) -> CoreResult<()>,
+) -> Result<PromiseRaw<'e, ()>> {
     let store = arg_or_reject!(env, convert::store(&store));
     let warned = store.clone();
     let work = store.begin_work();
@@ -332,7 +342,7 @@ fn open_store_checked<'e>(env: &'e Env, store: Unknown<'e>) -> Result<PromiseRaw
         env,
         async move {
             let _work = work;
-            off_thread(move || store.open()).await
+            off_thread(move || operation(&store)).await
         },
         move |env, ()| emit_warnings(env, &warned),
     )
@@ -346,17 +356,7 @@ pub fn compact_store<'e>(env: &'e Env, store: Unknown<'e>) -> Result<PromiseRaw<
 }
 
 fn compact_store_checked<'e>(env: &'e Env, store: Unknown<'e>) -> Result<PromiseRaw<'e, ()>> {
-    let store = arg_or_reject!(env, convert::store(&store));
-    let warned = store.clone();
-    let work = store.begin_work();
-    promise(
-        env,
-        async move {
-            let _work = work;
-            off_thread(move || store.compact()).await
-        },
-        move |env, ()| emit_warnings(env, &warned),
-    )
+    whole_store_work(env, store, Store::compact)
 }
 
 /// Resolves once this process has no file work left on the store: every call made before it

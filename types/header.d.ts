@@ -16,12 +16,11 @@ export interface StoreOptions {
 /**
  * The session side of a fold, called on the JS thread.
  *
- * The surface: a host with a session mirror hands it over as `mirror` (in step with the session
+ * The surface: the host hands its session's mirror over as `mirror` (in step with the session
  * when `rewind` is called) and names the rewind call's assistant message as `current`; the region
  * is then read off the mirror with no callback. `snapshot(anchor)` is called instead when there is
  * no `mirror`, or when the fold had to wait for its mark (the session may have moved): it returns
- * the mirror brought back in step, or a snapshot (the fold's anchor is the mark's log length: a
- * node no fold from it can reach may carry 0 chars).
+ * the mirror brought back in step (the fold's anchor is the mark's log length).
  *
  * `summarize` is called up to `maxSummarizationRetries + 1` times, and what it returns is awaited
  * as `await` does (a promise, any thenable, or the reply itself; a thenable's first callback
@@ -33,7 +32,7 @@ export interface StoreOptions {
 export interface RewindHost {
   mirror?: SessionMirror
   current?: number
-  snapshot(anchor: number): Uint32Array | SessionMirror
+  snapshot(anchor: number): SessionMirror
   summarize(region: FoldRegion, attempt: number): PromiseLike<string | SummaryReply> | string | SummaryReply
   commit(plan: FoldPlan): 'committed' | 'changed'
 }

@@ -1,66 +1,31 @@
 /**
  * @module __test__/block/harness
  * Real DeepSeek Harness parts for the block-mode suite (Node >= 22: the worker-thread code
- * runtime needs it). `bootBlockHost` mounts, on one root cordis Context: DSH's invariant
- * registry with the session, LLM, tools, compaction, token-meter and agent-loop invariant
- * companions (so every event the plugin writes is checked by DSH's own rules), LlmRuntime,
- * SessionStore, SessionProjectionRegistry (before TokenMeter, so the meter's context
- * projection is readable), TokenMeter, AgentRegistry, SystemPrompt,
- * WorkerThreadCodeRuntime, ToolRuntime in `both` mode, AgentLoop, two small real tools, and
- * the `dsh-fold/block` plugin. The model is `BlockModel`, a real `LlmAdapter` subclass that
- * answers from a script with protocol-correct stream chunks (block-start / delta /
- * block-end), and records every request it receives.
+ * runtime needs it). `bootBlockHost` boots the host of `../helpers/host.mjs` with what block mode
+ * meets in a real host: DSH's invariant registry with the session, LLM, tools, compaction,
+ * token-meter and agent-loop invariant companions (so every event the plugin writes is checked by
+ * DSH's own rules), the projection registry and TokenMeter, the worker-thread code runtime,
+ * ToolRuntime in `both` mode; then a `lookup` tool and the `dsh-fold/block` plugin. The model is
+ * `BlockModel`, a scripted model walking a list of replies, which records every request it
+ * receives.
  *
  * Nothing here fakes a DSH class. Helpers read the real log, surface and meter.
  */
 import assert from 'node:assert/strict'
-import { tmpdir } from 'node:os'
 
-import { Context } from '@deepseek-ai/cordis'
-import { AgentRegistry } from '@deepseek-ai/dsh-agent'
-import { AgentLoop } from '@deepseek-ai/dsh-agent-loop'
-import { WorkerThreadCodeRuntime } from '@deepseek-ai/dsh-code-runtime-worker-thread'
-import { InvariantRegistry } from '@deepseek-ai/dsh-invariants'
-import { CallId, LlmAdapter, LlmRuntime, ReasoningEffortId, createUserMessage } from '@deepseek-ai/dsh-llm'
-import { SessionId, SessionStore } from '@deepseek-ai/dsh-session'
-import { SessionProjectionRegistry } from '@deepseek-ai/dsh-session-projection'
-import { SystemPrompt } from '@deepseek-ai/dsh-system-prompt'
-import { TokenMeter } from '@deepseek-ai/dsh-token-meter'
-import { ToolRuntime, defineTool } from '@deepseek-ai/dsh-tools'
+import { ScriptedAdapter, agentOn as agentOnHost, bootRealHost, streamChunks, textOf } from '../helpers/host.mjs'
+import { createUserMessage } from '@deepseek-ai/dsh-llm'
+import { SessionId } from '@deepseek-ai/dsh-session'
+import { defineTool } from '@deepseek-ai/dsh-tools'
 
 import Block from '../../plugin/block/block.js'
 
-export { Block, SessionId, createUserMessage }
+export { Block, SessionId, createUserMessage, textOf }
+export { prompt } from '../helpers/host.mjs'
 
 const INVARIANT_PACKAGES = ['dsh-session', 'dsh-llm', 'dsh-tools', 'dsh-compaction', 'dsh-token-meter', 'dsh-agent-loop']
 
 // ---- the scripted model ---------------------------------------------------------------------
-
-/**
- * One scripted reply as protocol-correct stream chunks.
- * @param {{text?: string, reasoning?: string, calls?: {id: string, name: string, args?: object | string}[]}} reply
- */
-export function chunksOf(reply) {
-  const out = []
-  let index = 0
-  for (const [type, text] of /** @type {const} */ ([['reasoning', reply.reasoning], ['text', reply.text]])) {
-    if (!text) continue
-    out.push({ type: 'block-start', index, blockType: type })
-    out.push({ type: `${type}-delta`, index, text })
-    out.push({ type: 'block-end', index, block: { type, text } })
-    index++
-  }
-  for (const c of reply.calls ?? []) {
-    const json = typeof c.args === 'string' ? c.args : JSON.stringify(c.args ?? {})
-    out.push({ type: 'block-start', index, blockType: 'tool-call' })
-    out.push({ type: 'tool-call-delta', index, id: CallId(c.id), name: c.name, argumentsDelta: json })
-    out.push({ type: 'block-end', index, block: { type: 'tool-call', id: CallId(c.id), name: c.name, arguments: json } })
-    index++
-  }
-  out.push({ type: 'usage', usage: { inputTokens: 100, outputTokens: 20 } })
-  out.push({ type: 'finish', reason: { kind: reply.calls?.length ? 'tool-calls' : 'stop' } })
-  return out
-}
 
 /** A `block_run_code` call. @param {string} id @param {string[] | {id: string}} ids @param {string} code @param {object} [extra] */
 export const blockCall = (id, ids, code, extra = {}) => ({
@@ -70,33 +35,23 @@ export const blockCall = (id, ids, code, extra = {}) => ({
 })
 
 /**
- * A real LlmAdapter answering from `script`: an array of replies (or `(options, n) => reply`
- * functions), walked in order; asking past its end fails the test loudly.
+ * A real LlmAdapter answering from `script`: an array of replies (see `../helpers/host.mjs`
+ * `streamChunks`) or `(options, n) => reply` functions, walked in order; asking past its end
+ * fails the test loudly. Its model reasons at effort `off` only.
  */
-export class BlockModel extends LlmAdapter {
-  /** @type {any[]} every request's options, in order */
-  requests = []
+export class BlockModel extends ScriptedAdapter {
   /** @param {Array<object | ((options: any, n: number) => object)>} script */
   constructor(script) {
-    super()
+    super({ efforts: ['off'] })
     this.script = script
   }
-  async resolveModel(provider, model) {
-    return {
-      provider,
-      id: model,
-      name: model,
-      context: { contextWindow: 128000 },
-      defaultMaxTokens: 4096,
-      reasoning: { efforts: [{ id: ReasoningEffortId('off'), name: 'off' }], defaultEffort: ReasoningEffortId('off') },
-    }
-  }
+  /** @param {any} options */
   async *stream(options) {
     this.requests.push(options)
     const step = this.script[this.requests.length - 1]
     if (step === undefined) throw new Error(`model script exhausted at request ${this.requests.length}`)
     const reply = typeof step === 'function' ? await step(options, this.requests.length - 1) : step
-    for (const chunk of chunksOf(reply)) yield chunk
+    for (const chunk of streamChunks(reply)) yield chunk
   }
 }
 
@@ -116,19 +71,7 @@ export const NOTES = {
  */
 export async function bootBlockHost({ script = [], meter = true, mode = 'both', codeRuntime = true, block = {}, tools } = {}) {
   const model = new BlockModel(script)
-  const root = new Context()
-  await root.plugin(InvariantRegistry)
-  for (const name of INVARIANT_PACKAGES) await root.plugin(await import(`@deepseek-ai/${name}/invariant`))
-  await root.plugin(LlmRuntime)
-  await root.plugin(SessionStore)
-  await root.plugin(SessionProjectionRegistry)
-  if (meter) await root.plugin(TokenMeter)
-  await root.plugin(AgentRegistry)
-  await root.plugin(SystemPrompt)
-  if (codeRuntime) await root.plugin(WorkerThreadCodeRuntime)
-  await root.plugin(ToolRuntime, { mode })
-  await root.plugin(AgentLoop)
-  root.llm.registerAdapter(['scripted'], model)
+  const root = await bootRealHost(model, { invariants: INVARIANT_PACKAGES, projections: true, meter, codeRuntime, toolRuntime: { mode } })
   root.tools.register(
     defineTool({
       name: 'lookup',
@@ -150,28 +93,9 @@ export async function bootBlockHost({ script = [], meter = true, mode = 'both', 
 }
 
 /** A real agent on a fresh session, routed to the scripted model. @param {any} root @param {string} [id] */
-export async function agentOn(root, id = 'block-session') {
-  const { agent } = await root.agents.create({
-    sessionId: SessionId(id),
-    agentOptions: { provider: 'scripted', model: 'm1' },
-    meta: { cwd: tmpdir() },
-  })
-  return agent
-}
-
-/** Runs one user prompt to the end of its turn. @param {any} agent @param {string} text */
-export async function prompt(agent, text) {
-  agent.followup(createUserMessage({ content: [{ type: 'text', text }], source: { kind: 'user' } }))
-  await agent.whenIdle()
-}
+export const agentOn = (root, id = 'block-session') => agentOnHost(root, id)
 
 // ---- reading what happened ------------------------------------------------------------------
-
-/** @param {any} m a message */
-export const textOf = (m) =>
-  (m?.content ?? [])
-    .map((/** @type {any} */ b) => (b.type === 'text' ? b.text : b.type === 'tool-result' ? textOf(b) : ''))
-    .join('')
 
 /** A compact picture of a message list: `user assistant(block_run_code) tool ...`. @param {any[]} messages */
 export const shape = (messages) =>

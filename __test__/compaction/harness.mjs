@@ -1,11 +1,11 @@
 /**
  * @module __test__/compaction/harness
- * Real DeepSeek Harness parts for the compaction backend's suites: on one root cordis Context,
- * DSH's invariant registry with the session, LLM, compaction, token-meter, agent-loop and
- * command invariant companions (every event a backend writes is checked by DSH's own rules),
- * LlmRuntime, SessionStore, SessionProjectionRegistry, TokenMeter, AgentRegistry, SystemPrompt,
- * ToolRuntime, AgentLoop, CommandRuntime with the real `/compact` (dsh-command-compact), a
- * `probe` tool, and one compaction backend: `dsh-fold/compaction` or DSH's compaction-basic.
+ * Real DeepSeek Harness parts for the compaction backend's suites: the host of
+ * `../helpers/host.mjs` with DSH's invariant registry and the session, LLM, compaction,
+ * token-meter, agent-loop and command invariant companions (every event a backend writes is
+ * checked by DSH's own rules), the projection registry, TokenMeter and CommandRuntime; then a
+ * `probe` tool, one compaction backend (`dsh-fold/compaction` or DSH's compaction-basic) and the
+ * real `/compact` (dsh-command-compact).
  *
  * `PressureModel` is a real `LlmAdapter` whose model reports a small context window (so DSH's
  * meter crosses the threshold after a few tool outputs) and whose stream reports no usage (a
@@ -13,50 +13,24 @@
  * It answers from a script; a compaction-basic summary request (purpose `compaction`) gets a
  * scripted summary of the usual size. Nothing here fakes a DSH class.
  */
-import { tmpdir } from 'node:os'
-
-import '../helpers/dsh.mjs'
-import { Context } from '@deepseek-ai/cordis'
-import { AgentRegistry } from '@deepseek-ai/dsh-agent'
-import { AgentLoop } from '@deepseek-ai/dsh-agent-loop'
-import { CommandRuntime } from '@deepseek-ai/dsh-commands'
-import { InvariantRegistry } from '@deepseek-ai/dsh-invariants'
-import { CallId, LlmAdapter, LlmRuntime, createUserMessage } from '@deepseek-ai/dsh-llm'
-import { SessionId, SessionStore } from '@deepseek-ai/dsh-session'
-import { SessionProjectionRegistry } from '@deepseek-ai/dsh-session-projection'
-import { SystemPrompt } from '@deepseek-ai/dsh-system-prompt'
-import { TokenMeter } from '@deepseek-ai/dsh-token-meter'
-import { ToolRuntime, defineTool } from '@deepseek-ai/dsh-tools'
+import { ScriptedAdapter, agentOn as agentOnHost, bootRealHost, streamChunks } from '../helpers/host.mjs'
+import { createUserMessage } from '@deepseek-ai/dsh-llm'
+import { SessionId } from '@deepseek-ai/dsh-session'
+import { defineTool } from '@deepseek-ai/dsh-tools'
 
 import FoldCompaction from '../../plugin/compaction/compaction.js'
 
 export { FoldCompaction, SessionId, createUserMessage }
+export { prompt, protocolProblems, textOf } from '../helpers/host.mjs'
 
 const INVARIANT_PACKAGES = ['dsh-session', 'dsh-llm', 'dsh-compaction', 'dsh-token-meter', 'dsh-agent-loop', 'dsh-commands', 'dsh-command-compact']
 
 /**
- * One scripted reply as stream chunks, with no usage chunk.
+ * One scripted reply as stream chunks with no usage chunk (see `../helpers/host.mjs`
+ * `streamChunks`).
  * @param {{text?: string, calls?: {id: string, name: string, args?: object}[]}} reply
  */
-export function chunksOf(reply) {
-  const out = []
-  let index = 0
-  if (reply.text) {
-    out.push({ type: 'block-start', index, blockType: 'text' })
-    out.push({ type: 'text-delta', index, text: reply.text })
-    out.push({ type: 'block-end', index, block: { type: 'text', text: reply.text } })
-    index++
-  }
-  for (const c of reply.calls ?? []) {
-    const json = JSON.stringify(c.args ?? {})
-    out.push({ type: 'block-start', index, blockType: 'tool-call' })
-    out.push({ type: 'tool-call-delta', index, id: CallId(c.id), name: c.name, argumentsDelta: json })
-    out.push({ type: 'block-end', index, block: { type: 'tool-call', id: CallId(c.id), name: c.name, arguments: json } })
-    index++
-  }
-  out.push({ type: 'finish', reason: { kind: reply.calls?.length ? 'tool-calls' : 'stop' } })
-  return out
-}
+const chunksOf = (reply) => streamChunks({ ...reply, usage: null })
 
 /** A `probe` call. @param {string} id @param {string} path */
 export const probe = (id, path) => ({ id, name: 'probe', args: { path } })
@@ -65,9 +39,7 @@ export const probe = (id, path) => ({ id, name: 'probe', args: { path } })
  * A real adapter: agent requests are answered by `script(options, n)` (n counts agent requests
  * from 0); a summary request (`purpose: 'compaction'`) by `summarize(options)`.
  */
-export class PressureModel extends LlmAdapter {
-  /** @type {any[]} */
-  requests = []
+export class PressureModel extends ScriptedAdapter {
   /** @type {any[]} */
   summaryRequests = []
   /**
@@ -76,15 +48,12 @@ export class PressureModel extends LlmAdapter {
    *   `fail` may return a finish failure (`{code, message}`) to end a request with an error.
    */
   constructor({ contextWindow = 8000, script, summarize, fail }) {
-    super()
-    this.contextWindow = contextWindow
+    super({ contextWindow })
     this.script = script
     this.summarize = summarize ?? (() => ({ text: '## Primary Request and Intent\n- scripted summary of the usual size\n'.repeat(20) }))
     this.fail = fail
   }
-  async resolveModel(provider, model) {
-    return { provider, id: model, name: model, context: { contextWindow: this.contextWindow }, defaultMaxTokens: 4096 }
-  }
+  /** @param {any} options */
   async *stream(options) {
     if (options.purpose === 'compaction') {
       this.summaryRequests.push(options)
@@ -117,19 +86,7 @@ export function output(path, chars) {
  *   outputChars?: number, before?: (root: any) => Promise<void> | void}} options
  */
 export async function bootHost({ model, backend = 'fold', config = {}, outputChars = 3000, before }) {
-  const root = new Context()
-  await root.plugin(InvariantRegistry)
-  for (const name of INVARIANT_PACKAGES) await root.plugin(await import(`@deepseek-ai/${name}/invariant`))
-  await root.plugin(LlmRuntime)
-  await root.plugin(SessionStore)
-  await root.plugin(SessionProjectionRegistry)
-  await root.plugin(TokenMeter)
-  await root.plugin(AgentRegistry)
-  await root.plugin(SystemPrompt)
-  await root.plugin(ToolRuntime)
-  await root.plugin(AgentLoop)
-  await root.plugin(CommandRuntime)
-  root.llm.registerAdapter(['scripted'], model)
+  const root = await bootRealHost(model, { invariants: INVARIANT_PACKAGES, meter: true, commands: true })
   root.tools.register(
     defineTool({
       name: 'probe',
@@ -148,24 +105,7 @@ export async function bootHost({ model, backend = 'fold', config = {}, outputCha
 }
 
 /** A real agent on a fresh session, routed to the scripted model. @param {any} root @param {string} [id] */
-export async function agentOn(root, id = 'compaction-session') {
-  const { agent } = await root.agents.create({
-    sessionId: SessionId(id),
-    agentOptions: { provider: 'scripted', model: 'm1' },
-    meta: { cwd: tmpdir() },
-  })
-  return agent
-}
-
-/** Runs one user prompt to the end of its turn. @param {any} agent @param {string} text */
-export async function prompt(agent, text) {
-  agent.followup(createUserMessage({ content: [{ type: 'text', text }], source: { kind: 'user' } }))
-  await agent.whenIdle()
-}
-
-/** The text of a message. @param {any} m */
-export const textOf = (m) =>
-  (m?.content ?? []).map((/** @type {any} */ b) => (b.type === 'text' ? b.text : b.type === 'tool-result' ? textOf(b) : '')).join('')
+export const agentOn = (root, id = 'compaction-session') => agentOnHost(root, id)
 
 /** The compactions in a session's log: each bracket's events. @param {any} session */
 export function compactionsOf(session) {
@@ -176,25 +116,4 @@ export function compactionsOf(session) {
       const [startSeq, summarySeq] = replacement.sourceEventSeqs
       return { start: events[startSeq], summary: events[summarySeq], replacement, end: events[replacement.seq + 1] }
     })
-}
-
-/** Calls without results and results without calls in `messages` (what an API rejects). @param {any[]} messages */
-export function protocolProblems(messages) {
-  const problems = []
-  const open = new Set()
-  const seen = new Set()
-  for (const m of messages) {
-    for (const b of m.content ?? []) {
-      if (b.type === 'tool-call') {
-        open.add(b.id)
-        seen.add(b.id)
-      }
-      if (b.type === 'tool-result') {
-        if (!seen.has(b.toolCallId)) problems.push(`result ${b.toolCallId} without its call`)
-        open.delete(b.toolCallId)
-      }
-    }
-  }
-  for (const id of open) problems.push(`call ${id} without its result`)
-  return problems
 }

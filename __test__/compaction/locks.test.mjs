@@ -14,12 +14,12 @@ import { SessionId, adoptSessionEvent, interruptedTurnClosers } from '@deepseek-
 import { defineTool } from '@deepseek-ai/dsh-tools'
 
 import { addon } from '../../plugin/shared/addon.js'
-import { blockSnapshot } from '../../plugin/block/surface.js'
 import { isRewindReportSource } from '../../plugin/shared/session.js'
 import Checkpoint from '../../plugin/fold/checkpoint.js'
 import Rewind from '../../plugin/fold/rewind.js'
 import { tempStore } from '../helpers/tmp.mjs'
 import { agentOn, bootHost, compactionsOf, PressureModel, probe, prompt, protocolProblems } from './harness.mjs'
+import { planBlocks } from '../helpers/planners.mjs'
 
 /** A gate a test opens. */
 function gate() {
@@ -266,7 +266,7 @@ describe('one lock shared with rewind and block mode', () => {
     const agent = await agentOn(root, 'blocks')
     const turn = prompt(agent, 'Work in block A.')
     await until(() => model.summaryRequests.length === 1)
-    const plan = addon.planBlockSummary('blocks', blockSnapshot(agent.session), ['A'], agent.session.seq)
+    const plan = planBlocks(agent.session, ['A'], agent.session.seq)
     assert.equal(plan.status, 'pending')
     assert.equal(plan.waitFor, 'compaction')
     held.open()

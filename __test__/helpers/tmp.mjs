@@ -5,7 +5,10 @@
  * can remove its folder itself (`t.after`, `after`) does; this is for the helpers that hand out
  * folders many tests use (a fresh checkpoint store per test), which cannot know when the last
  * use is over. Removal happens at the process's `exit`, after its event loop ran dry: no store
- * write of the process is still under way then.
+ * write of the process is still under way then. A signal that ends the process without `exit`
+ * (Ctrl-C, a runner's SIGTERM, a closed terminal's SIGHUP) removes them too, and then ends the
+ * process with the same signal, as it would have ended without this module; a process that
+ * handles the signal itself keeps doing so.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -20,13 +23,31 @@ const made = new Set()
  */
 export function tempDir(prefix = 'dsh-fold-') {
   const dir = mkdtempSync(path.join(tmpdir(), prefix))
-  if (made.size === 0) process.once('exit', removeAll)
+  if (made.size === 0) {
+    process.once('exit', removeAll)
+    for (const signal of ENDING_SIGNALS) process.once(signal, removeAndDie)
+  }
   made.add(dir)
   return dir
 }
 
 /** A fresh checkpoint store path (`<temp>/storages/checkpoint.json`; nothing created but the temp folder). @param {string} [prefix] */
 export const tempStore = (prefix) => path.join(tempDir(prefix), 'storages', 'checkpoint.json')
+
+/** Signals whose default action ends a Node process without its `exit` event. */
+const ENDING_SIGNALS = /** @type {const} */ (['SIGINT', 'SIGTERM', 'SIGHUP'])
+
+/**
+ * Removes the folders, then lets `signal` end the process by its default action. When the
+ * process handles the signal itself (another listener), it decides: `exit` still removes them.
+ * @param {NodeJS.Signals} signal
+ */
+function removeAndDie(signal) {
+  for (const s of ENDING_SIGNALS) process.removeListener(s, removeAndDie)
+  if (process.listenerCount(signal) > 0) return
+  removeAll()
+  process.kill(process.pid, signal)
+}
 
 function removeAll() {
   for (const dir of made) rmSync(dir, { recursive: true, force: true })

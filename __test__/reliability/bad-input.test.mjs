@@ -1,6 +1,6 @@
 // Bad input of every kind through the public JS API — beyond store.test.mjs's table: a
 // type-confusion matrix over every verb and argument, huge strings, unknown sessions, absurd
-// surface snapshots (hand-made and a seeded random sweep), hostile RewindHost callbacks, a full
+// session mirrors (hand-made and a seeded random sweep of mutated records), hostile RewindHost callbacks, a full
 // disk and a read-only directory. Each is INVALID_ARGUMENT or the operation's own code, never a
 // crash, never a write: the store file's bytes and inode are compared before and after.
 import assert from 'node:assert/strict'
@@ -8,12 +8,11 @@ import { closeSync, existsSync, mkdirSync, openSync, readdirSync, unlinkSync, wr
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 
+import { handWords } from '../helpers/mirror-records.mjs'
 import {
-  KIND,
   NONE,
   assertCoded,
   assistant,
-  encodeSurface,
   explorationSurface,
   failure,
   fileState,
@@ -23,6 +22,7 @@ import {
   remount,
   result,
   strayTempFiles,
+  surfaceOf,
   tempStore,
   unmount,
   user,
@@ -92,7 +92,7 @@ describe('type confusion: every verb, every argument, every kind of wrong value'
     session: 's',
     logLength: 3,
     markId: 1,
-    snapshot: explorationSurface(3),
+    surface: explorationSurface(3),
     anchor: 3,
   }
   const exotic = [
@@ -147,8 +147,9 @@ describe('type confusion: every verb, every argument, every kind of wrong value'
     ['max + 1', max + 1],
     ['2^64', 2 ** 64],
   ]
-  const badSnapshots = [
+  const badMirrors = [
     ...exotic,
+    ['a v1 snapshot', Uint32Array.of(1, 7, NONE, 0, 0)],
     ['a number', 1],
     ['a string', '1 0 4294967295 0 0'],
     ['an Int32Array', new Int32Array(5)],
@@ -195,9 +196,10 @@ describe('type confusion: every verb, every argument, every kind of wrong value'
       badSessions.filter(([n]) => n !== 'undefined' && n !== 'null'),
       (v) => fold.listMarks(good.store, v),
     ],
-    ['selectRegion', 'snapshot', badSnapshots, (v) => fold.selectRegion(v, good.anchor), true],
-    ['selectRegion', 'anchor', badIntegers(LOG_MAX), (v) => fold.selectRegion(good.snapshot, v), true],
-    ['planMatches', 'snapshot', badSnapshots, (v) => fold.planMatches({ anchor: 3, seqs: Uint32Array.of(4, 5) }, v), true],
+    ['selectRegion', 'mirror', badMirrors, (v) => fold.selectRegion(v, good.anchor), true],
+    ['selectRegion', 'anchor', badIntegers(LOG_MAX), (v) => fold.selectRegion(good.surface.mirror, v), true],
+    ['selectRegion', 'current', badIntegers(LOG_MAX).filter(([n]) => n !== 'undefined' && n !== 'null'), (v) => fold.selectRegion(good.surface.mirror, good.anchor, v), true],
+    ['planMatches', 'mirror', badMirrors, (v) => fold.planMatches({ anchor: 3, seqs: Uint32Array.of(4, 5) }, v), true],
     [
       'planMatches',
       'plan',
@@ -210,11 +212,11 @@ describe('type confusion: every verb, every argument, every kind of wrong value'
         ['anchor -1', { anchor: -1, seqs: Uint32Array.of(4, 5) }],
         ['anchor a string', { anchor: '3', seqs: Uint32Array.of(4, 5) }],
       ],
-      (v) => fold.planMatches(v, good.snapshot),
+      (v) => fold.planMatches(v, good.surface.mirror),
       true,
     ],
-    ['rewind', 'store', badStores, (v) => fold.rewind(v, good.session, jsHost(good.snapshot))],
-    ['rewind', 'sessionId', badSessions, (v) => fold.rewind(good.store, v, jsHost(good.snapshot))],
+    ['rewind', 'store', badStores, (v) => fold.rewind(v, good.session, jsHost(good.surface))],
+    ['rewind', 'sessionId', badSessions, (v) => fold.rewind(good.store, v, jsHost(good.surface))],
     [
       'rewind',
       'host',
@@ -222,9 +224,9 @@ describe('type confusion: every verb, every argument, every kind of wrong value'
         ...exotic.filter(([n]) => !['an object', 'an array', 'a function', 'a String object'].includes(n)),
         ['a number', 1],
         ['{}', {}],
-        ['snapshot not a function', { ...jsHost(good.snapshot), snapshot: good.snapshot }],
-        ['summarize a string', { ...jsHost(good.snapshot), summarize: 'summarize' }],
-        ['commit missing', { snapshot: () => good.snapshot, summarize: async () => 'r' }],
+        ['snapshot not a function', { ...jsHost(good.surface), snapshot: good.surface.mirror }],
+        ['summarize a string', { ...jsHost(good.surface), summarize: 'summarize' }],
+        ['commit missing', { snapshot: () => good.surface.mirror, summarize: async () => 'r' }],
       ],
       (v) => fold.rewind(good.store, good.session, v),
     ],
@@ -245,7 +247,7 @@ describe('type confusion: every verb, every argument, every kind of wrong value'
         ['signal {aborted: false} without addEventListener', { signal: { aborted: false } }],
         ['signal {aborted: "no"}', { signal: { aborted: 'no', addEventListener() {}, removeEventListener() {} } }],
       ],
-      (v) => fold.rewind(good.store, good.session, jsHost(good.snapshot), v),
+      (v) => fold.rewind(good.store, good.session, jsHost(good.surface), v),
     ],
   ]
 
@@ -294,7 +296,7 @@ describe('huge strings', () => {
     assert.match(shrink.message, /10485760/)
     await assertStillActive(file)
     // Nothing to compare with: the shrink check is skipped and the fold commits the report.
-    const silent = encodeSurface(
+    const silent = surfaceOf(
       [user(0, 0), user(1, 0), assistant(2, 1, 0), result(3, 2, 0), assistant(4, 1, 0), result(5, 4, 0), assistant(6, 1, 0)],
       { current: 6 },
     )
@@ -335,38 +337,51 @@ describe('unknown sessions', () => {
 
 // ---------------------------------------------------------------------------------------------
 
-describe('absurd surface snapshots', () => {
+describe('absurd session mirrors', () => {
   const base = [user(0, 40), user(1, 5), assistant(2, 1, 12), result(3, 2, 8), assistant(4, 1, 50), result(5, 4, 500), assistant(6, 1, 10)]
-  const good = () => encodeSurface(base, { current: 6 })
+  const good = () => handWords(base)
+  /** Load words with `patch` applied (index → word). @param {Record<number, number>} patch */
+  const patched = (patch) => Object.assign(good().load, patch)
+  // Each is refused where the host describes it (`load`), or where a planner reads it.
   const absurd = [
-    ['duplicated seqs', () => encodeSurface([...base, result(5, 4)], { current: 6 })],
-    ['a seq out of range', () => encodeSurface(base, { events: 6, current: 6 })],
-    ['a seq of 2^32-1', () => encodeSurface([...base, user(NONE)], { events: NONE })],
-    ['the wrong format', () => Object.assign(good(), { 0: 2 })],
-    ['format 0', () => Object.assign(good(), { 0: 0 })],
-    ['truncated mid-node', () => good().slice(0, 20)],
-    ['truncated before the report count', () => good().slice(0, 4 + 5 * base.length)],
-    ['truncated header', () => Uint32Array.of(1, 7)],
+    ['duplicated seqs', () => handWords([...base, result(5, 4)]).load],
+    ['a seq out of range', () => handWords(base, { events: 6 }).load],
+    ['the wrong format', () => patched({ 0: 1 })],
+    ['format 0', () => patched({ 0: 0 })],
+    ['truncated mid-record', () => good().load.slice(0, 20)],
+    ['truncated header', () => Uint32Array.of(3, 7)],
     ['empty', () => new Uint32Array(0)],
-    ['a result linked to a later event', () => encodeSurface([user(0), result(1, 4), assistant(4, 1)], { events: 5 })],
-    ['a result linked to itself', () => encodeSurface([user(0), { seq: 1, kind: KIND.result, link: 2 }])],
-    ['more results than calls', () => encodeSurface([...base.slice(0, 6), result(7, 4)], { events: 8 })],
-    ['a node count of 2^32-1', () => Object.assign(good(), { 3: NONE })],
-    ['a report count of 2^32-1', () => Object.assign(good(), { [4 + 5 * base.length]: NONE })],
-    ['trailing words', () => Uint32Array.from([...good(), 0, 0])],
-    ['an origin after its seq', () => encodeSurface([user(0, 1, { origin: 3 }), ...base.slice(1)], { current: 6 })],
-    ['an unknown kind', () => encodeSurface([{ seq: 0, kind: 9 }, ...base.slice(1)], { current: 6 })],
-    ['a user node with a link', () => encodeSurface([user(0, 1, { link: 3 }), ...base.slice(1)], { current: 6 })],
-    ['a current seq not on the surface', () => encodeSurface(base, { events: 40, current: 30 })],
-    ['a current seq that is a result', () => encodeSurface(base, { current: 5 })],
-    ['a report not on the surface', () => encodeSurface(base, { current: 6, reports: [[20, 1, 2, 4, 5, 550]], events: 21 })],
+    ['a node count of 2^32-1', () => patched({ 3: NONE })],
+    ['a node count one short', () => patched({ 3: base.length - 1 })],
+    ['trailing words', () => Uint32Array.from([...good().load, 0, 0])],
+    ['unknown meta bits', () => patched({ 6: 1 << 20 })],
+    ['a source that does not match its surface op', () => patched({ 6: (1 << 2) | (3 << 8) })],
+    ['a result linked to a later event', () => handWords([user(0), result(1, 4), assistant(4, 1)], { events: 5 }).load],
+    ['a result linked to itself', () => handWords([user(0), { seq: 1, kind: 3, link: 2 }]).load],
+    ['more results than calls', () => handWords([...base.slice(0, 6), result(7, 4)], { events: 8 }).load],
+    ['a result linked to a user node', () => handWords([user(0), result(1, 0)]).load],
+    ['an origin after its seq', () => handWords([user(0, 1, { origin: 3 }), ...base.slice(1)]).load],
+    ['a user node with a link', () => handWords([user(0, 1, { link: 3 }), ...base.slice(1)]).load],
   ]
+  /** The mirror the host would hand over, or the load's own refusal. @param {Uint32Array} words */
+  const loaded = (words) => {
+    const mirror = new fold.SessionMirror()
+    try {
+      mirror.load(words)
+      mirror.loadLog(NONE, new Uint32Array(0))
+    } catch (e) {
+      assertCoded(e, 'INVALID_ARGUMENT')
+      assert.ok(mirror.broken, 'a refused load leaves the mirror broken')
+    }
+    return mirror
+  }
 
-  it(`selectRegion and planMatches throw INVALID_ARGUMENT for each of ${absurd.length} absurd snapshots`, async () => {
+  it(`a mirror loaded with each of ${absurd.length} absurd descriptions refuses to answer: selectRegion and planMatches throw INVALID_ARGUMENT`, async () => {
     const file = await seededStore()
     for (const [name, make] of absurd) {
-      for (const call of [() => fold.selectRegion(make(), 3), () => fold.planMatches({ anchor: 3, seqs: Uint32Array.of(4, 5) }, make())]) {
-        await expectFailure(file, call, 'INVALID_ARGUMENT', { sync: true, message: /invalid surface snapshot/ }).catch((e) => {
+      // Anchor 0: the whole surface is in reach (the mirror checks the pairing of what a fold can reach).
+      for (const call of [() => fold.selectRegion(loaded(make()), 0), () => fold.planMatches({ anchor: 0, seqs: Uint32Array.of(4, 5) }, loaded(make()))]) {
+        await expectFailure(file, call, 'INVALID_ARGUMENT', { sync: true, message: /the session mirror is out of step with its session: / }).catch((e) => {
           e.message = `${name}: ${e.message}`
           throw e
         })
@@ -374,12 +389,20 @@ describe('absurd surface snapshots', () => {
     }
   })
 
-  it(`rewind rejects each of ${absurd.length} absurd host snapshots with INVALID_ARGUMENT; the mark stays active`, async () => {
+  it('a rewind call that is not on the surface, or not an assistant message: INVALID_ARGUMENT', async () => {
+    const file = await seededStore()
+    for (const [events, current, message] of [[40, 30, /current seq 30 is not on the surface/], [undefined, 5, /current seq 5 is not an assistant node/]]) {
+      const { mirror } = surfaceOf(base, { events })
+      await expectFailure(file, () => fold.selectRegion(mirror, 3, current), 'INVALID_ARGUMENT', { sync: true, message })
+    }
+  })
+
+  it(`rewind fails each of ${absurd.length} absurd host mirrors as HOST_FAILED; the mark stays active`, async () => {
     const file = await seededStore()
     for (const [name, make] of absurd) {
       let summarized = 0
-      const host = jsHost(make(), { summarize: async () => (summarized++, 'r') })
-      await expectFailure(file, () => fold.rewind(file, 's', host), 'INVALID_ARGUMENT').catch((e) => {
+      const host = jsHost({ mirror: loaded(make()), current: 6 }, { summarize: async () => (summarized++, 'r') })
+      await expectFailure(file, () => fold.rewind(file, 's', host), 'HOST_FAILED').catch((e) => {
         e.message = `${name}: ${e.message}`
         throw e
       })
@@ -387,20 +410,22 @@ describe('absurd surface snapshots', () => {
     }
     await assertStillActive(file)
     // and the real fold still works afterwards
-    assert.equal((await fold.rewind(file, 's', jsHost(good()))).markId, 1)
+    assert.equal((await fold.rewind(file, 's', jsHost(surfaceOf(base, { current: 6 })))).markId, 1)
   })
 
   it('a claimed event count of 2^32-1 costs nothing (no allocation proportional to it)', () => {
     const rss = process.memoryUsage().rss
     const started = performance.now()
-    const big = encodeSurface([user(4e9, 5), assistant(4e9 + 1, 1, 50), result(4e9 + 2, 4e9 + 1, 500)], { events: NONE })
-    for (let i = 0; i < 20; i++) assert.equal(fold.selectRegion(big, 4e9 + 1).foldedNodes, 2)
+    for (let i = 0; i < 20; i++) {
+      const { mirror } = surfaceOf([user(4e9, 5), assistant(4e9 + 1, 1, 50), result(4e9 + 2, 4e9 + 1, 500)], { events: NONE - 1 })
+      assert.equal(fold.selectRegion(mirror, 4e9 + 1).foldedNodes, 2)
+    }
     tried += 20
-    assert.ok(performance.now() - started < 2000, 'decoding took seconds')
-    assert.ok(process.memoryUsage().rss - rss < 256 << 20, 'decoding took hundreds of MB')
+    assert.ok(performance.now() - started < 2000, 'loading took seconds')
+    assert.ok(process.memoryUsage().rss - rss < 256 << 20, 'loading took hundreds of MB')
   })
 
-  it('a seeded sweep of 600 randomly mutated snapshots: a region or a classified error; rewind never writes', async () => {
+  it('a seeded sweep of 600 randomly mutated mirror loads: a region or a classified error; rewind never writes', async () => {
     const file = await seededStore()
     const before = fileState(file)
     let s = 0x5eed
@@ -408,7 +433,7 @@ describe('absurd surface snapshots', () => {
     const edge = [0, 1, 2, 3, 4, 5, 6, 7, NONE, NONE - 1, 2 ** 31, 1e9]
     const outcomes = new Map()
     for (let i = 0; i < 600; i++) {
-      const words = Array.from(good())
+      const words = Array.from(good().load)
       for (let m = 0, n = 1 + rand(3); m < n && words.length; m++) {
         const at = rand(words.length)
         switch (rand(5)) {
@@ -419,13 +444,13 @@ describe('absurd surface snapshots', () => {
           default: words.length = at
         }
       }
-      const snapshot = Uint32Array.from(words)
+      const mirror = loaded(Uint32Array.from(words))
       const anchor = rand(9)
       let outcome
       try {
-        const region = fold.selectRegion(snapshot, anchor)
+        const region = fold.selectRegion(mirror, anchor)
         assert.equal(region.seqs.length, region.foldedNodes)
-        assert.equal(fold.planMatches(region, snapshot), true)
+        assert.equal(fold.planMatches(region, mirror), true)
         outcome = 'region'
       } catch (e) {
         assertCoded(e, e.code)
@@ -435,29 +460,31 @@ describe('absurd surface snapshots', () => {
       outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1)
       // The same through rewind, with a commit that always finds the surface changed: every
       // path up to the commit runs, and nothing may be written.
-      const e = await failure(() => fold.rewind(file, 's', jsHost(snapshot, { commit: () => 'changed' }, 'r')))
+      const e = await failure(() => fold.rewind(file, 's', jsHost({ mirror }, { commit: () => 'changed' }, 'r')))
       assertCoded(e, e.code)
-      assert.ok(['INVALID_ARGUMENT', 'EMPTY_REGION', 'UNBALANCED', 'CHANGED', 'SHRINK'].includes(e.code), e.code)
+      assert.ok(['HOST_FAILED', 'EMPTY_REGION', 'UNBALANCED', 'CHANGED', 'SHRINK'].includes(e.code), e.code)
       tried += 2
     }
     assert.deepEqual(fileState(file), before)
     await assertStillActive(file)
-    console.log(`[bad-input] random snapshot sweep outcomes: ${JSON.stringify(Object.fromEntries(outcomes))}`)
+    console.log(`[bad-input] random mirror-load sweep outcomes: ${JSON.stringify(Object.fromEntries(outcomes))}`)
   })
 })
 
 // ---------------------------------------------------------------------------------------------
 
 describe('hostile host callbacks', () => {
-  const snapshot = explorationSurface(3)
+  const surface = explorationSurface(3)
+  const snapshot = surface.mirror
   const summarizeEmpty = async () => ''
   const cases = [
     ['snapshot throws an Error', { snapshot: () => { throw new Error('snapshot exploded') } }, 'HOST_FAILED'],
     ['snapshot throws a string', { snapshot: () => { throw 'nope' } }, 'HOST_FAILED'],
     ['snapshot throws undefined', { snapshot: () => { throw undefined } }, 'HOST_FAILED'],
     ['snapshot returns undefined', { snapshot: () => undefined }, 'HOST_FAILED'],
-    ['snapshot returns an Array', { snapshot: () => Array.from(snapshot) }, 'HOST_FAILED'],
-    ['snapshot returns an Int32Array', { snapshot: () => new Int32Array(snapshot) }, 'HOST_FAILED'],
+    ['snapshot returns an Array', { snapshot: () => [snapshot] }, 'HOST_FAILED'],
+    ['snapshot returns a v1 snapshot', { snapshot: () => Uint32Array.of(1, 7, NONE, 0, 0) }, 'HOST_FAILED'],
+    ['snapshot returns another object', { snapshot: () => ({ ...snapshot }) }, 'HOST_FAILED'],
     ['snapshot returns a Promise', { snapshot: async () => snapshot }, 'HOST_FAILED'],
     ['summarize throws synchronously', { summarize: () => { throw new Error('sync throw') } }, 'SUMMARIZE_FAILED'],
     ['summarize rejects with a string', { summarize: () => Promise.reject('rate limited') }, 'SUMMARIZE_FAILED'],
@@ -485,10 +512,10 @@ describe('hostile host callbacks', () => {
   for (const [name, over, code] of cases) {
     it(`${name} → ${code}, nothing written, the mark still active`, async () => {
       const file = await seededStore()
-      await expectFailure(file, () => fold.rewind(file, 's', jsHost(snapshot, over)), code)
+      await expectFailure(file, () => fold.rewind(file, 's', jsHost(surface, over)), code)
       await assertStillActive(file)
       // nothing is left locked or half-done: the next fold works
-      assert.equal((await fold.rewind(file, 's', jsHost(snapshot))).markId, 1)
+      assert.equal((await fold.rewind(file, 's', jsHost(surface))).markId, 1)
     })
   }
 
@@ -497,7 +524,7 @@ describe('hostile host callbacks', () => {
     for (const reason of [new Error('user pressed Esc'), 'a string reason', { why: 'an object' }]) {
       const controller = new AbortController()
       let calls = 0
-      const host = jsHost(snapshot, { summarize: () => (calls++, new Promise(() => {})) })
+      const host = jsHost(surface, { summarize: () => (calls++, new Promise(() => {})) })
       const pending = fold.rewind(file, 's', host, { signal: controller.signal })
       setTimeout(() => controller.abort(reason), 20)
       const e = await expectFailure(file, () => pending, 'ABORTED')
@@ -506,7 +533,7 @@ describe('hostile host callbacks', () => {
     }
     // the default reason (a DOMException AbortError)
     const controller = new AbortController()
-    const pending = fold.rewind(file, 's', jsHost(snapshot, { summarize: () => new Promise(() => {}) }), { signal: controller.signal })
+    const pending = fold.rewind(file, 's', jsHost(surface, { summarize: () => new Promise(() => {}) }), { signal: controller.signal })
     setTimeout(() => controller.abort(), 20)
     const e = await expectFailure(file, () => pending, 'ABORTED')
     assert.equal(e.cause, controller.signal.reason)
@@ -519,7 +546,7 @@ describe('hostile host callbacks', () => {
     const reason = new Error('too late')
     const e = await expectFailure(
       file,
-      () => fold.rewind(file, 's', jsHost(snapshot, { summarize: async () => (calls++, 'r') }), { signal: AbortSignal.abort(reason) }),
+      () => fold.rewind(file, 's', jsHost(surface, { summarize: async () => (calls++, 'r') }), { signal: AbortSignal.abort(reason) }),
       'ABORTED',
     )
     assert.equal(e.cause, reason)
@@ -527,7 +554,7 @@ describe('hostile host callbacks', () => {
     // the summarizer answers 80 ms after the abort: nothing is committed then either
     const controller = new AbortController()
     let commits = 0
-    const host = jsHost(snapshot, {
+    const host = jsHost(surface, {
       summarize: () => new Promise((resolve) => setTimeout(() => resolve('late report'), 100)),
       commit: () => (commits++, 'committed'),
     })
@@ -541,7 +568,7 @@ describe('hostile host callbacks', () => {
     await expectFailure(
       file,
       () =>
-        fold.rewind(file, 's', jsHost(snapshot, { summarize: async () => (self.abort('changed my mind'), 'r'), commit: () => (commits++, 'committed') }), {
+        fold.rewind(file, 's', jsHost(surface, { summarize: async () => (self.abort('changed my mind'), 'r'), commit: () => (commits++, 'committed') }), {
           signal: self.signal,
         }),
       'ABORTED',
@@ -555,8 +582,8 @@ describe('hostile host callbacks', () => {
     const controller = new AbortController()
     const { getEventListeners } = await import('node:events')
     for (let i = 0; i < 15; i++) {
-      await expectFailure(file, () => fold.rewind(file, 's', jsHost(snapshot, { snapshot: () => 'garbage' }), { signal: controller.signal }), 'HOST_FAILED')
-      await expectFailure(file, () => fold.rewind(file, 's', jsHost(snapshot, { summarize: summarizeEmpty }), { signal: controller.signal }), 'SUMMARIZE_FAILED')
+      await expectFailure(file, () => fold.rewind(file, 's', jsHost(surface, { snapshot: () => 'garbage' }), { signal: controller.signal }), 'HOST_FAILED')
+      await expectFailure(file, () => fold.rewind(file, 's', jsHost(surface, { summarize: summarizeEmpty }), { signal: controller.signal }), 'SUMMARIZE_FAILED')
     }
     assert.equal(getEventListeners(controller.signal, 'abort').length, 0)
   })
@@ -564,9 +591,9 @@ describe('hostile host callbacks', () => {
   it('a re-entrant rewind of the same session from inside summarize → FOLD_IN_PROGRESS for the inner one', async () => {
     const file = await seededStore()
     let inner
-    const fromSummarize = jsHost(snapshot, {
+    const fromSummarize = jsHost(surface, {
       summarize: async () => {
-        inner = await failure(() => fold.rewind(file, 's', jsHost(snapshot)))
+        inner = await failure(() => fold.rewind(file, 's', jsHost(surface)))
         return 'r'
       },
       commit: () => 'changed', // the outer one writes nothing either
@@ -575,7 +602,7 @@ describe('hostile host callbacks', () => {
     assertCoded(inner, 'FOLD_IN_PROGRESS')
     tried++
     await assertStillActive(file)
-    assert.equal((await fold.rewind(file, 's', jsHost(snapshot))).markId, 1)
+    assert.equal((await fold.rewind(file, 's', jsHost(surface))).markId, 1)
   })
 
   it('a rewind started from inside commit: FOLD_IN_PROGRESS, or (once the outer one let go) a clean fold', async () => {
@@ -583,10 +610,10 @@ describe('hostile host callbacks', () => {
     // fold's release: either outcome is correct, a half state is not.
     const file = await seededStore()
     let innerPromise
-    const fromCommit = jsHost(snapshot, {
+    const fromCommit = jsHost(surface, {
       commit: () => {
         // settled into a value at once, so an early rejection is never unhandled
-        innerPromise = fold.rewind(file, 's', jsHost(snapshot)).then(
+        innerPromise = fold.rewind(file, 's', jsHost(surface)).then(
           (r) => r,
           (e) => e,
         )

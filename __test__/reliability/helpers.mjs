@@ -2,8 +2,9 @@
 /**
  * @module __test__/reliability/helpers
  * Shared pieces of the reliability suites: the addon, temp stores, a reader of the store file
- * and its journal that does not go through the addon (the format as the README documents it), the surface snapshot encoder (format of
- * crates/fold-core/src/surface.rs), a JS RewindHost, tmpfs mounts, and the child-process worker.
+ * and its journal that does not go through the addon (the format as the README documents it), surfaces as
+ * session mirrors written by hand (../helpers/mirror-records.mjs), a JS RewindHost over one, tmpfs
+ * mounts, and the child-process worker.
  *
  * Run as a script (`node helpers.mjs '<json spec>'`), this file IS the worker the crash and
  * concurrency suites spawn: it marks / stamps / folds in a loop and prints one line per
@@ -22,6 +23,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 import { addon as fold, addonPath } from '../../plugin/shared/addon.js'
+import { KIND, NONE, assistant, handMirror, mirrorHost, result, user } from '../helpers/mirror-records.mjs'
 
 export { addonPath, fold }
 
@@ -197,28 +199,16 @@ export async function failure(call) {
 
 // ---- surface snapshots -----------------------------------------------------------------------
 
-export const NONE = 0xffff_ffff
-export const KIND = { other: 0, user: 1, assistant: 2, result: 3 }
+export { KIND, NONE, assistant, result, user }
 
 /**
- * Encodes a surface snapshot (crates/fold-core/src/surface.rs, version 1): header
- * [FORMAT, eventCount, current, N], 5 words per node [seq, origin, kind, chars, link],
- * then [R] and 6 words per report [seq, markId, foldedNodes, startSeq, endSeq, foldedChars].
- * `link`: an assistant's number of calls; a result's 1 + opener seq (0: unknown).
- * @param {{seq: number, origin?: number, kind?: number, chars?: number, link?: number}[]} nodes
- * @param {{events?: number, current?: number, reports?: number[][], format?: number}} [options]
+ * A surface as the session's mirror, and the rewind call's message (`current`: its seq).
+ * @param {import('../helpers/mirror-records.mjs').HandNode[]} nodes in model order
+ * @param {{events?: number, current?: number}} [options]
  */
-export function encodeSurface(nodes, { events, current = NONE, reports = [], format = 1 } = {}) {
-  const words = [format, events ?? Math.max(-1, ...nodes.map((n) => n.seq)) + 1, current, nodes.length]
-  for (const n of nodes) words.push(n.seq, n.origin ?? n.seq, n.kind ?? KIND.other, n.chars ?? 0, n.link ?? 0)
-  words.push(reports.length)
-  for (const r of reports) words.push(...r)
-  return Uint32Array.from(words)
+export function surfaceOf(nodes, { events, current } = {}) {
+  return { mirror: handMirror(nodes, { events }), current }
 }
-
-export const user = (seq, chars = 10, extra = {}) => ({ seq, kind: KIND.user, chars, ...extra })
-export const assistant = (seq, calls, chars = 10) => ({ seq, kind: KIND.assistant, chars, link: calls })
-export const result = (seq, opener, chars = 10) => ({ seq, kind: KIND.result, chars, link: opener + 1 })
 
 /**
  * The surface of one exploration, as a session would have it when `rewind` is called:
@@ -233,23 +223,16 @@ export function explorationSurface(anchor = 3, { steps = 1, chars = 500 } = {}) 
   let seq = anchor + 1
   for (let i = 0; i < steps; i++, seq += 2) nodes.push(assistant(seq, 1, chars / 10), result(seq + 1, seq, chars))
   nodes.push(assistant(seq, 1, 10))
-  return encodeSurface(nodes, { events: seq + 1, current: seq })
+  return surfaceOf(nodes, { events: seq + 1, current: seq })
 }
 
 /**
- * A RewindHost over a fixed snapshot: `summarize` answers `report` at once, `commit` re-checks
+ * A RewindHost over a fixed surface: `summarize` answers `report` at once, `commit` re-checks
  * with `planMatches` as a real host must. `over` replaces any callback.
- * @param {Uint32Array} snapshot
+ * @param {{mirror: any, current?: number}} surface
  * @param {Partial<import('../../index.js').RewindHost>} [over]
  */
-export function jsHost(snapshot, over = {}, report = 'the exploration, condensed') {
-  return {
-    snapshot: () => snapshot,
-    summarize: async () => report,
-    commit: (plan) => (fold.planMatches(plan, snapshot) ? 'committed' : 'changed'),
-    ...over,
-  }
-}
+export const jsHost = mirrorHost
 
 // ---- tmpfs -----------------------------------------------------------------------------------
 

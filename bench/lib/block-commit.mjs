@@ -29,7 +29,7 @@ import { createUserMessage } from '@deepseek-ai/dsh-llm'
 import { TokenMeter } from '@deepseek-ai/dsh-token-meter'
 
 import { writeCommit } from '../../plugin/block/commit.js'
-import { callBlockIds } from '../../plugin/block/surface.js'
+import { callBlockIds } from '../../plugin/block/args.js'
 import { mirrorOf, trackBlockTool, useMeter, withLog } from '../../plugin/shared/mirror.js'
 import { check, log } from './common.mjs'
 import { now, quiesce, summarize, us } from './stats.mjs'

@@ -4,18 +4,35 @@
  * Finding what a user has installed, for `dsh-fold try` and `doctor`: the DeepSeek Harness host
  * (`@deepseek-ai/dsh`), a Node >= 22 to run it, and the DSH home. Read-only.
  *
- * The host is found, in order: from `dsh` on PATH (`<bin>/../@deepseek-ai/dsh`, which holds for
- * npm's and pnpm's `node_modules/.bin`, or the package the executable resolves to, for a global
- * install); then as `dsh-fold preset` finds it (the package Node resolves from
- * `$DSH_HOME/profiles/<profile>/`, where every `dsh` launch links its packages, then from where
- * this dsh-fold is installed).
+ * `findInstalledHost` (try, doctor, compaction) finds the host, in order: from `dsh` on PATH
+ * (`hostOnPath`: `<bin>/../@deepseek-ai/dsh`, which holds for npm's and pnpm's
+ * `node_modules/.bin`, or the package the executable resolves to, for a global install); then as
+ * `findHost` does. `findHost` (preset, and the fallback above): `--host DIR` (the
+ * `@deepseek-ai/dsh` package folder or a folder whose `node_modules` holds it); else the package
+ * Node resolves from `$DSH_HOME/profiles/<profile>/` (or `$DSH_HOME/profiles/`), where every
+ * `dsh` launch links its packages; else the one it resolves from where this dsh-fold is
+ * installed (a bundle inside a profile).
+ *
+ * Errors are `HostError {code, exit}`: HOST_NOT_FOUND (66), HOST_UNREADABLE (65).
  */
 import { spawnSync } from 'node:child_process'
 import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs'
 import { homedir } from 'node:os'
 import path from 'node:path'
+import { fileURLToPath } from 'node:url'
 
 const HOST_PACKAGE = '@deepseek-ai/dsh'
+/** This dsh-fold's `bin/` folder: the last place a host is resolved from. */
+const HERE = path.dirname(path.dirname(fileURLToPath(import.meta.url)))
+
+export class HostError extends Error {
+  /** @param {string} code @param {string} message @param {number} exit */
+  constructor(code, message, exit) {
+    super(message)
+    this.code = code
+    this.exit = exit
+  }
+}
 
 /** `~/x` for paths under the home folder, for shorter lines. @param {string} p */
 export const tilde = (p) => (p.startsWith(homedir() + path.sep) ? `~${p.slice(homedir().length)}` : p)
@@ -59,12 +76,62 @@ export function onPath(name) {
 export async function findInstalledHost({ dshHome, profile }) {
   const fromPath = hostOnPath()
   if (fromPath) return fromPath
-  const { findHost, PresetError } = await import('../preset.mjs')
   try {
     return findHost({ profile }, dshHome)
   } catch (e) {
-    if (e instanceof PresetError) return null
+    if (e instanceof HostError) return null
     throw e
+  }
+}
+
+/**
+ * The installed host as `dsh-fold preset` finds it (see the module's header).
+ * @param {{host?: string, profile?: string}} opts @param {string} dshHome
+ * @returns {{dir: string, version: string, how: string}}
+ */
+export function findHost(opts, dshHome) {
+  /** @type {string[]} */
+  const looked = []
+  /** @type {string | null} */
+  let dir = null
+  let how = ''
+  if (opts.host !== undefined) {
+    const given = path.resolve(opts.host)
+    looked.push(given)
+    const own = path.join(given, 'package.json')
+    if (existsSync(own) && readJson(own)?.name === HOST_PACKAGE) dir = given
+    else if (existsSync(path.join(given, 'node_modules', ...HOST_PACKAGE.split('/'), 'package.json'))) dir = path.join(given, 'node_modules', ...HOST_PACKAGE.split('/'))
+    how = '--host'
+    if (!dir) throw new HostError('HOST_NOT_FOUND', `--host ${opts.host}: neither the ${HOST_PACKAGE} package folder nor a folder whose node_modules holds it`, 66)
+  } else {
+    const profiles = path.join(dshHome, 'profiles')
+    const start = opts.profile ? path.join(profiles, opts.profile) : profiles
+    looked.push(`${HOST_PACKAGE} resolvable from ${start}`)
+    dir = packageDir(start, HOST_PACKAGE)
+    how = `resolved from ${start}`
+    if (!dir) {
+      looked.push(`${HOST_PACKAGE} resolvable from ${HERE}`)
+      dir = packageDir(HERE, HOST_PACKAGE)
+      how = `resolved from dsh-fold's own install (${HERE})`
+    }
+    if (!dir) {
+      throw new HostError('HOST_NOT_FOUND', `no installed DeepSeek Harness host (${HOST_PACKAGE}) found; looked at: ${looked.join('; ')}. Run \`dsh\` once with DSH_HOME=${dshHome} (it links its packages into profiles/node_modules) or pass --host DIR`, 66)
+    }
+  }
+  dir = realpathSync(dir)
+  const manifest = readJson(path.join(dir, 'package.json'))
+  if (manifest?.name !== HOST_PACKAGE || typeof manifest.version !== 'string') {
+    throw new HostError('HOST_UNREADABLE', `${path.join(dir, 'package.json')} is not the ${HOST_PACKAGE} manifest`, 65)
+  }
+  return { dir, version: manifest.version, how }
+}
+
+/** @param {string} file @returns {any} */
+function readJson(file) {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8'))
+  } catch {
+    return undefined
   }
 }
 

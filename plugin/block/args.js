@@ -5,8 +5,9 @@
  * (the addon's code, so `isFoldError` and the model-facing renderer treat it like the
  * planner's own) raised before anything is planned or written.
  *
- * The same normalizer decides whether a logged `block_run_code` call tags anything, so the
- * validation a call meets and the attribution its log entry gets can never disagree.
+ * The same normalizer decides whether a logged `block_run_code` call tags anything
+ * (`callBlockIds`, what the session mirror and the compaction backend read off each logged call),
+ * so the validation a call meets and the attribution its log entry gets can never disagree.
  *
  * Everything here is the model's to inflate, so every check is linear and capped: at most
  * `MAX_BLOCK_IDS` ids (the addon's `MAX_BLOCK_TARGETS`, refused by the list's length before an
@@ -72,6 +73,23 @@ export function blockIdsOrNone(args) {
     return normalizeBlockIds(args)
   } catch {
     // Invalid arguments: the call was refused, and a refused call tags nothing.
+    return []
+  }
+}
+
+/**
+ * The block ids a logged `block_run_code` call tags: its arguments' ids, or none when they are
+ * invalid (the plugin refused that call before its program ran: `blockIdsOrNone`, the very rule
+ * its validation applies).
+ * @param {unknown} raw the call's `arguments` (a JSON string in rc.8, or an object)
+ * @returns {string[]}
+ */
+export function callBlockIds(raw) {
+  if (typeof raw !== 'string') return blockIdsOrNone(raw)
+  try {
+    return blockIdsOrNone(JSON.parse(raw))
+  } catch {
+    // Not JSON: DSH logged arguments the model garbled; such a call was refused and tags nothing.
     return []
   }
 }

@@ -39,11 +39,13 @@
 //!    which carries `remaining` = (the ids of the nodes in the range) − targets, in order of first
 //!    appearance. A summary with no ids left stays on the surface, belonging to no block.
 //!
-//! Pure and synchronous: no I/O, no LLM, no lock taken. [`plan_session`] adds the one piece of
-//! process state, whether a rewind holds the session's lock ([`SessionLocks::is_held`]).
+//! Pure and synchronous: no I/O, no LLM, no lock taken. [`plan_session`] reads the session's
+//! mirror and adds the one piece of process state, whether a rewind holds the session's lock
+//! ([`SessionLocks::is_held`]).
 
 use crate::error::{FoldError, Result};
 use crate::locks::{session_locks, SessionLocks};
+use crate::mirror::Mirror;
 use crate::surface::{BlockId, BlockSurface, Kind, Provenance};
 
 /// What a summary replaces right now.
@@ -460,40 +462,35 @@ fn unknown_block(surface: &BlockSurface, unknown: &[&BlockId]) -> FoldError {
     ))
 }
 
-/// Decodes a v2 snapshot and plans, waiting while a rewind holds the session's lock in `locks`.
+/// Plans on `surface`, waiting while a rewind holds session `session_id`'s lock in `locks`.
 ///
 /// # Errors
-/// `INVALID_ARGUMENT` for an empty session id or a bad snapshot, then as [`plan`].
+/// `INVALID_ARGUMENT` for an empty session id, then as [`plan`].
 pub fn plan_with_locks(
     locks: &SessionLocks,
     session_id: &str,
-    words: &[u32],
+    surface: &BlockSurface,
     targets: &[BlockId],
     request_seq: u64,
 ) -> Result<Plan> {
     if session_id.is_empty() {
         return Err(FoldError::invalid("sessionId must be a non-empty string"));
     }
-    let surface = BlockSurface::decode(words)?;
-    plan(&surface, targets, request_seq, locks.is_held(session_id))
+    plan(surface, targets, request_seq, locks.is_held(session_id))
 }
 
-/// [`plan_with_locks`] with this process's session locks (the ones `rewind` takes).
+/// Plans on the session's mirror (its block surface, [`Mirror::block_surface`]), with this
+/// process's session locks (the ones `rewind` takes).
 ///
 /// # Errors
-/// As [`plan_with_locks`].
-pub fn plan_session(session_id: &str, words: &[u32], targets: &[BlockId], request_seq: u64) -> Result<Plan> {
-    plan_with_locks(session_locks(), session_id, words, targets, request_seq)
-}
-
-/// [`plan`] on a block surface already in hand (the session mirror's, [`crate::mirror`]), with
-/// this process's session locks.
-///
-/// # Errors
-/// `INVALID_ARGUMENT` for an empty session id, then as [`plan`].
-pub fn plan_surface(session_id: &str, surface: &BlockSurface, targets: &[BlockId], request_seq: u64) -> Result<Plan> {
-    if session_id.is_empty() {
-        return Err(FoldError::invalid("sessionId must be a non-empty string"));
-    }
-    plan(surface, targets, request_seq, session_locks().is_held(session_id))
+/// `INVALID_ARGUMENT` for a mirror that cannot answer (out of step, its log index unknown), then
+/// as [`plan_with_locks`].
+pub fn plan_session(session_id: &str, mirror: &Mirror, targets: &[BlockId], request_seq: u64) -> Result<Plan> {
+    plan_with_locks(
+        session_locks(),
+        session_id,
+        &mirror.block_surface()?,
+        targets,
+        request_seq,
+    )
 }

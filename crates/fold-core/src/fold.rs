@@ -2,9 +2,9 @@
 //! report. The host owns the session and the LLM; the core owns the rules, the order and the lock.
 //!
 //! [`Rewind`] is a state machine without I/O: the host drives it, feeding each answer back and
-//! doing what the returned [`Step`] says. The binding drives it from the JS thread (snapshot,
-//! summarize and commit are JS calls; only the durable stamp leaves the thread); tests drive it
-//! directly. The order:
+//! doing what the returned [`Step`] says. The binding drives it from the JS thread (the mirror is
+//! read there, summarize and commit are JS calls; only the durable stamp leaves the thread);
+//! tests drive it directly. The order:
 //!
 //! 1. the session's latest mark (the host looks it up, [`Rewind::begin`] judges it): none →
 //!    `NO_CHECKPOINT`; already folded → `EMPTY_REGION` (one fold per mark);
@@ -21,8 +21,8 @@
 //!    `SUMMARIZE_FAILED` with the last finish reason and token usage;
 //! 5. the report must be smaller than the region — in tokens when the host's meter priced both,
 //!    else in model-visible chars — or `SHRINK` (skipped for a region that weighs nothing);
-//! 6. [`Step::Commit`]: in one synchronous step the host re-selects on a fresh snapshot and
-//!    appends the replacement, or answers "changed" → `CHANGED`;
+//! 6. [`Step::Commit`]: in one synchronous step the host re-selects on its mirror in step with
+//!    the session and appends the replacement, or answers "changed" → `CHANGED`;
 //! 7. [`Step::Stamp`]: the fold has happened, so its result is out now (the host settles with it
 //!    at once: the durable session log, whose replacement names the mark, is the fold's record);
 //!    then the mark is stamped folded, durably, off the fold's critical path. A stamp that fails
@@ -42,7 +42,7 @@ use crate::meter::utf16_len;
 use crate::mirror::{MarkReport, Mirror};
 use crate::region::{self, Region};
 use crate::store::{check_session_id, MarkRecord, Store};
-use crate::surface::{Report, Surface};
+use crate::surface::Surface;
 
 /// The retry budget's upper bound (the plugin's schema enforces the same range).
 pub const MAX_SUMMARIZATION_RETRIES: u32 = 8;
@@ -154,13 +154,13 @@ impl Default for RewindOptions {
 /// What the host must do next.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
-    /// Take a snapshot of the surface now and pass it to [`Rewind::snapshot`]. Its nodes' chars
-    /// need to be exact only where a fold from [`Rewind::anchor`] can reach.
+    /// Read the session's mirror, in step with the session now, with [`Rewind::read`].
     Snapshot,
     /// Ask the summarizer (`attempt` counts from 0) and pass its answer to [`Rewind::summarized`].
     Summarize { request: FoldRequest, attempt: u32 },
-    /// In one synchronous step: re-select on a fresh snapshot ([`region::still_matches`]) and
-    /// append the replacement if unchanged; pass the answer to [`Rewind::committed`].
+    /// In one synchronous step: re-select on the session's mirror in step
+    /// ([`region::still_matches`]) and append the replacement if unchanged; pass the answer to
+    /// [`Rewind::committed`].
     Commit(FoldPlan),
     /// The fold happened: settle with `result` now (it is final), then stamp `mark_id` folded,
     /// durably (off the JS thread), and pass the outcome to [`Rewind::stamped`].
@@ -271,7 +271,7 @@ impl Rewind {
     /// region rules.
     pub fn read(&mut self, mirror: &Mirror, current: Option<u32>) -> Result<Step> {
         if !matches!(self.phase, Phase::Snapshot) {
-            return Err(self.out_of_order("a snapshot"));
+            return Err(self.out_of_order("a reading of the mirror"));
         }
         let host_failed = |e: FoldError| FoldError::HostFailed(format!("the host's session mirror cannot answer: {e}"));
         let surface = (|| {
@@ -295,36 +295,6 @@ impl Rewind {
             Ok(Err(report)) => Ok(self.repair(&report)),
             Err(e) => Err(host_failed(e)),
         };
-        self.enter(chosen)
-    }
-
-    /// Step 3: the surface now, as snapshot words. A report of this mark already on it finishes
-    /// the fold (repair); a report off the surface is not seen here ([`Rewind::read`] sees it).
-    ///
-    /// # Errors
-    /// `INVALID_ARGUMENT` for a bad snapshot; `EMPTY_REGION` / `UNBALANCED` from the region rules.
-    pub fn snapshot(&mut self, words: &[u32]) -> Result<Step> {
-        if !matches!(self.phase, Phase::Snapshot) {
-            return Err(self.out_of_order("a snapshot"));
-        }
-        match Surface::decode(words) {
-            Ok(surface) => self.surface(&surface),
-            Err(e) => {
-                self.phase = Phase::Over;
-                Err(e)
-            }
-        }
-    }
-
-    /// Step 3 on a surface already in hand: as [`Rewind::snapshot`].
-    ///
-    /// # Errors
-    /// `EMPTY_REGION` / `UNBALANCED` from the region rules.
-    pub fn surface(&mut self, surface: &Surface) -> Result<Step> {
-        if !matches!(self.phase, Phase::Snapshot) {
-            return Err(self.out_of_order("a snapshot"));
-        }
-        let chosen = self.select(surface);
         self.enter(chosen)
     }
 
@@ -356,35 +326,9 @@ impl Rewind {
         (Phase::Stamp { result, tries: 0 }, step)
     }
 
+    /// The region from the mark on the surface: step 4 asks for its report.
     fn select(&self, surface: &Surface) -> Result<(Phase, Step)> {
         let mark = self.mark;
-        // A report repairs the mark only if it names it AND was appended after it was taken: ids
-        // restart at 1 when the store file is deleted or `store` moves, so an older report may
-        // name a new mark's id.
-        let repairs = |r: &&Report| r.mark_id == mark.id && u64::from(r.seq) >= mark.log_length;
-        if let Some(report) = surface.reports.iter().find(repairs) {
-            let chars = surface
-                .nodes
-                .iter()
-                .find(|n| n.seq == report.seq)
-                .map_or(0, |n| n.chars);
-            let facts = crate::mirror::ReportFacts {
-                mark_id: mark.id,
-                folded_nodes: report.folded_nodes,
-                start: report.start,
-                end: report.end,
-                folded_chars: u64::from(report.folded_chars),
-                folded_tokens: None,
-            };
-            let seq = report.seq;
-            return Ok(self.repair(&MarkReport {
-                seq,
-                facts,
-                chars,
-                tokens: None,
-                pos: None,
-            }));
-        }
         let request = FoldRequest {
             mark_id: mark.id,
             anchor: mark.log_length,

@@ -77,7 +77,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 
 use crate::error::{FoldError, Result};
-use crate::surface::{BlockId, BlockNode, BlockSurface, Kind, Node, Pairing, Provenance, Report, Surface};
+use crate::surface::{BlockId, BlockNode, BlockSurface, Kind, Node, Pairing, Provenance, Surface};
 
 /// "None" in a word.
 pub const NONE: u32 = u32::MAX;
@@ -102,7 +102,7 @@ const LOG_BITS: u32 = 0xF << LOG_SHIFT;
 const META_BITS: u32 = KIND_BITS | OP_BITS | PROTECTED | SOURCE_BITS | LOG_BITS;
 
 /// How a node came to be on the surface: what it is to a planner.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 pub enum Source {
     /// An appended model message, tool result, or other surface event.
     Appended,
@@ -194,7 +194,7 @@ pub struct NodeView {
 }
 
 /// A rewind report's account of its fold, from the events it cites.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct ReportFacts {
     pub mark_id: u64,
     /// The message events it cites (the folded nodes).
@@ -299,6 +299,69 @@ impl Interner {
     }
 }
 
+/// Where each described event's fact is, by seq: one slot per event (a mirror fed from its
+/// session's first event, or loaded from a real surface: one read per lookup), or a map for a load
+/// that claims far more events than it describes (a host bug, or hostile words), so a claimed log
+/// length never costs memory in proportion to it.
+#[derive(Debug, Clone)]
+enum FactIndex {
+    Dense(Vec<u32>),
+    Sparse(HashMap<u32, u32>),
+}
+
+/// Slots per described event a load may spend before its index is a map (a real session's
+/// surface holds one node for every few dozen events at most).
+const DENSE_SLOTS_PER_FACT: usize = 64;
+
+impl Default for FactIndex {
+    fn default() -> Self {
+        Self::Dense(Vec::new())
+    }
+}
+
+impl FactIndex {
+    /// The index for a load of `facts` described events of a log of `event_count`.
+    fn for_load(event_count: u32, facts: usize) -> Self {
+        if event_count as usize <= facts.saturating_mul(DENSE_SLOTS_PER_FACT).max(1 << 16) {
+            Self::Dense(Vec::new())
+        } else {
+            Self::Sparse(HashMap::with_capacity(facts))
+        }
+    }
+
+    #[inline]
+    fn get(&self, seq: u32) -> Option<usize> {
+        match self {
+            Self::Dense(slots) => match slots.get(seq as usize) {
+                Some(&i) if i != NONE => Some(i as usize),
+                _ => None,
+            },
+            Self::Sparse(map) => map.get(&seq).map(|&i| i as usize),
+        }
+    }
+
+    fn set(&mut self, seq: u32, index: u32) {
+        match self {
+            Self::Dense(slots) => {
+                if slots.len() <= seq as usize {
+                    slots.resize(seq as usize + 1, NONE);
+                }
+                slots[seq as usize] = index;
+            }
+            Self::Sparse(map) => {
+                map.insert(seq, index);
+            }
+        }
+    }
+
+    fn heap_bytes(&self) -> usize {
+        match self {
+            Self::Dense(slots) => slots.capacity() * 4,
+            Self::Sparse(map) => map.capacity() * 8,
+        }
+    }
+}
+
 /// One session's mirror. See the module docs.
 #[derive(Debug, Clone, Default)]
 pub struct Mirror {
@@ -307,9 +370,9 @@ pub struct Mirror {
     broken: Option<String>,
     /// Every described event, by seq.
     facts: Vec<Fact>,
-    /// Per event of the log (by seq): the index of its fact, or NONE (a log-only event, or one a
-    /// load did not describe). Finding a node by seq is then one read, not a search.
-    fact_at: Vec<u32>,
+    /// Per event of the log (by seq): the index of its fact, if it was described. Finding a node
+    /// by seq is then one read, not a search.
+    fact_at: FactIndex,
     /// The surface: indexes into `facts`, in model order.
     order: Vec<u32>,
     /// Positions `i > 0` whose origin is below the origin at `i - 1` (0 on every surface DSH
@@ -391,12 +454,7 @@ impl<'w> Record<'w> {
     fn fact(&self, origin: u32) -> std::result::Result<Fact, String> {
         let w = self.w;
         let (seq, meta) = (w[0], w[1]);
-        let kind = match meta & KIND_BITS {
-            0 => Kind::Other,
-            1 => Kind::User,
-            2 => Kind::Assistant,
-            _ => Kind::ToolResult,
-        };
+        let kind = Kind::of(meta & KIND_BITS).unwrap_or(Kind::Other);
         let link = w[2];
         match kind {
             Kind::Assistant => {}
@@ -495,10 +553,7 @@ impl Mirror {
 
     #[inline]
     fn index_of(&self, seq: u32) -> Option<usize> {
-        match self.fact_at.get(seq as usize) {
-            Some(&i) if i != NONE => Some(i as usize),
-            _ => None,
-        }
+        self.fact_at.get(seq)
     }
 
     #[inline]
@@ -631,19 +686,6 @@ impl Mirror {
         f.report.checked_sub(1).map(|r| self.reports[r as usize])
     }
 
-    /// The rewind reports standing on the surface, in surface order: (position, seq, account).
-    pub fn surface_reports(&self) -> Vec<(usize, u32, ReportFacts)> {
-        let mut reports: Vec<(usize, u32, ReportFacts)> = self
-            .report_facts
-            .iter()
-            .map(|&i| &self.facts[i as usize])
-            .filter(|f| f.pos != NONE)
-            .map(|f| (f.pos as usize, f.seq, self.reports[f.report as usize - 1]))
-            .collect();
-        reports.sort_unstable_by_key(|(p, ..)| *p);
-        reports
-    }
-
     /// The session's replacements in log order (recall's region listing): `None` while the log
     /// index is unknown.
     pub fn replacements(&self) -> Option<&[Replacement]> {
@@ -716,8 +758,9 @@ impl Mirror {
         if op != 0 {
             self.apply_node(r)?;
         }
-        self.fact_at
-            .push(if op != 0 { self.facts.len() as u32 - 1 } else { NONE });
+        if op != 0 {
+            self.fact_at.set(seq, self.facts.len() as u32 - 1);
+        }
         if self.log_known {
             match r.log_class() {
                 1 => self.open_compaction = Some(seq),
@@ -727,6 +770,19 @@ impl Mirror {
         }
         self.event_count = seq + 1;
         Ok(())
+    }
+
+    /// A record's id set words name sets the mirror interned ([`Mirror::intern`]), or none.
+    fn check_sets(&self, r: &Record<'_>) -> std::result::Result<(), String> {
+        let interned = self.ids.sets.len() as u32;
+        match [r.w[5], r.w[6]].into_iter().find(|&word| word > interned) {
+            Some(word) => Err(format!(
+                "event {} names id set {}, not one of the {interned} interned",
+                r.seq(),
+                word - 1
+            )),
+            None => Ok(()),
+        }
     }
 
     fn apply_node(&mut self, r: &Record<'_>) -> std::result::Result<(), String> {
@@ -756,6 +812,7 @@ impl Mirror {
         if let Some((s, _)) = replace {
             origin = origin.min(self.facts[self.order[s] as usize].origin).min(w[11]);
         }
+        self.check_sets(r)?;
         let mut fact = r.fact(origin)?;
         // A tool result rewritten in place answers the call the result it replaces answered (the
         // host need not remember answered calls).
@@ -941,6 +998,7 @@ impl Mirror {
         if records.len() != n + m {
             return Err(format!("{} records for {n} nodes and {m} other events", records.len()));
         }
+        self.fact_at = FactIndex::for_load(event_count, records.len());
         // Facts in seq order (reports and covered ids resolve against lower seqs), then the order.
         let mut by_seq: Vec<usize> = (0..records.len()).collect();
         by_seq.sort_unstable_by_key(|&i| records[i].seq());
@@ -950,13 +1008,11 @@ impl Mirror {
         let mut index_of_record = vec![0u32; records.len()];
         for &i in &by_seq {
             let r = &records[i];
+            self.check_sets(r)?;
             let mut fact = r.fact(r.w[12])?;
             self.resolve(&mut fact, r.sources(), 0..0);
             index_of_record[i] = self.facts.len() as u32;
-            if self.fact_at.len() <= r.seq() as usize {
-                self.fact_at.resize(r.seq() as usize + 1, NONE);
-            }
-            self.fact_at[r.seq() as usize] = index_of_record[i];
+            self.fact_at.set(r.seq(), index_of_record[i]);
             if fact.report != 0 {
                 self.report_facts.push(index_of_record[i]);
             }
@@ -977,7 +1033,6 @@ impl Mirror {
         self.descents = (1..n)
             .filter(|&p| self.facts[self.order[p] as usize].origin < self.facts[self.order[p - 1] as usize].origin)
             .count() as u32;
-        self.fact_at.resize(event_count as usize, NONE);
         self.event_count = event_count;
         self.generation = generation;
         // Nothing happened yet: no compaction is open and nothing was replaced.
@@ -1015,6 +1070,7 @@ impl Mirror {
             }
             // Checked before anything is kept, so a bad record changes nothing.
             record.fact(record.seq()).map_err(out_of_step)?;
+            self.check_sets(&record).map_err(out_of_step)?;
             last = Some(record.seq());
             records.push(record);
             at += len;
@@ -1034,7 +1090,7 @@ impl Mirror {
                     if fact.report != 0 {
                         self.report_facts.push(index);
                     }
-                    self.fact_at[seq as usize] = index;
+                    self.fact_at.set(seq, index);
                     self.facts.push(fact);
                 }
                 Some(i) if self.facts[i].report != 0 => {
@@ -1119,8 +1175,9 @@ impl Mirror {
     /// Rewind's input for a fold from `anchor`: the surface's suffix a fold from that anchor can
     /// reach — from the first node standing for an event at or after the anchor, back to the
     /// call of any result after it — plus the current step's node (`current`: the assistant
-    /// carrying the rewind call; `None`: inferred as a snapshot's `NONE`) and any rewind report
-    /// appended at or after the anchor. No region from `anchor` differs from the whole surface's.
+    /// carrying the rewind call; `None`: inferred, [`Surface::inferred_current`]). No region from
+    /// `anchor` differs from the whole surface's. (A report of the fold's own mark is found
+    /// wherever the log holds it: [`Mirror::mark_report`].)
     ///
     /// # Errors
     /// `INVALID_ARGUMENT` when the mirror is broken or `current` is not an assistant on it.
@@ -1150,12 +1207,6 @@ impl Mirror {
                 }
             }
         }
-        let reports = self.surface_reports();
-        for (p, seq, _) in &reports {
-            if u64::from(*seq) >= anchor {
-                from = from.min(*p);
-            }
-        }
         // The current node: named (it must be an assistant on the surface), or inferred.
         let current = match current {
             None => None,
@@ -1163,31 +1214,19 @@ impl Mirror {
                 Some(p) if self.node(p).kind == Kind::Assistant => Some(p - from),
                 Some(_) => {
                     return Err(FoldError::invalid(format!(
-                        "invalid surface snapshot: current seq {seq} is not an assistant node"
+                        "the rewind call's message: current seq {seq} is not an assistant node"
                     )))
                 }
                 None => {
                     return Err(FoldError::invalid(format!(
-                        "invalid surface snapshot: current seq {seq} is not on the surface"
+                        "the rewind call's message: current seq {seq} is not on the surface"
                     )))
                 }
             },
         };
         let pairing = self.window_pairing(from).map_err(out_of_step)?;
         let nodes: Vec<Node> = self.nodes(from..n).map(|v| v.node()).collect();
-        let reports = reports
-            .into_iter()
-            .filter(|(p, ..)| *p >= from)
-            .map(|(_, seq, r)| Report {
-                seq,
-                mark_id: r.mark_id,
-                folded_nodes: r.folded_nodes,
-                start: r.start,
-                end: r.end,
-                folded_chars: u32::try_from(r.folded_chars).unwrap_or(u32::MAX),
-            })
-            .collect();
-        Ok(Surface::from_window(self.event_count, nodes, reports, current, pairing))
+        Ok(Surface::from_window(self.event_count, nodes, current, pairing))
     }
 
     /// The token price of the surface nodes `seqs`, when each is described and priced.
@@ -1252,7 +1291,7 @@ impl Mirror {
     pub fn heap_bytes(&self) -> usize {
         use std::mem::size_of;
         self.facts.capacity() * size_of::<Fact>()
-            + self.fact_at.capacity() * 4
+            + self.fact_at.heap_bytes()
             + self.order.capacity() * 4
             + self.reports.capacity() * size_of::<ReportFacts>()
             + self.report_facts.capacity() * 4
@@ -1315,7 +1354,7 @@ impl Mirror {
 }
 
 /// A mirror's canonical description ([`Mirror::canonical`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Canonical {
     pub event_count: u32,
     pub generation: u32,
@@ -1336,8 +1375,17 @@ pub struct Canonical {
     )>,
 }
 
+impl Canonical {
+    /// As JSON (what the binding hands tests): field names as here, block ids as their UTF-16
+    /// code units, kinds and sources by name.
+    pub fn to_json(&self) -> String {
+        // Cannot fail: plain structs and enums, no maps, no fallible `Serialize`.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
 /// One node of a [`Canonical`] description.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct CanonicalNode {
     pub seq: u32,
     pub kind: Kind,
@@ -1420,12 +1468,7 @@ impl RecordBuilder {
 
     /// Appends the record's words to `out`, with `sources` (a replacement's cited message events).
     pub fn write(&self, sources: &[u32], out: &mut Vec<u32>) {
-        let kind = match self.kind {
-            Kind::Other => 0,
-            Kind::User => 1,
-            Kind::Assistant => 2,
-            Kind::ToolResult => 3,
-        };
+        let kind = self.kind.code();
         let op = match self.op {
             None => 0,
             Some(None) => OP_APPEND,

@@ -5,8 +5,9 @@
 //! seqs); a summary (ours or another producer's) has a high seq and sits where its range was.
 
 use fold_core::blocks::{self, Commit, Plan, Wait};
-use fold_core::locks::SessionLocks;
-use fold_core::surface::{BlockId, BlockNode, BlockSurface, Kind, Node, Provenance, Surface, BLOCK_FORMAT, FORMAT};
+use fold_core::locks::{session_locks, SessionLocks};
+use fold_core::surface::{BlockId, BlockNode, BlockSurface, Kind, Node, Provenance, Surface};
+use fold_core::wire::{BLOCK_FORMAT, FORMAT};
 
 fn ids<S: AsRef<str>>(names: &[S]) -> Vec<BlockId> {
     names.iter().map(|n| BlockId::from(n.as_ref())).collect()
@@ -750,7 +751,7 @@ fn a_rewind_holding_the_session_lock_makes_it_wait() {
     }
     // Through the locks a rewind takes: held for this session only.
     let locks: &'static SessionLocks = Box::leak(Box::default());
-    let plan = |session: &str| blocks::plan_with_locks(locks, session, &s.words(), &targets, 0);
+    let plan = |session: &str| blocks::plan_with_locks(locks, session, &s.surface(), &targets, 0);
     let guard = locks.try_lock("s1").expect("free");
     assert!(matches!(
         plan("s1"),
@@ -794,7 +795,7 @@ fn bad_targets_and_request_seqs_are_invalid_arguments() {
     let (code, msg) = s.rejected(&["A"], end + 1);
     assert_eq!(code, "INVALID_ARGUMENT");
     assert!(msg.contains("requestSeq"), "{msg}");
-    let err = blocks::plan_session("", &s.words(), &ids(&["A"]), 0).unwrap_err();
+    let err = blocks::plan_with_locks(session_locks(), "", &s.surface(), &ids(&["A"]), 0).unwrap_err();
     assert_eq!(
         (err.code(), err.to_string().contains("sessionId")),
         ("INVALID_ARGUMENT", true)

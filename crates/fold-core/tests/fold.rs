@@ -1,8 +1,9 @@
 //! The rewind transaction (`fold::Rewind`), driven as the binding drives it: a session surface
-//! held in memory, a scripted summarizer, a commit that re-selects on a fresh snapshot and
-//! splices the report in, and the durable stamp on a real store in a temp dir.
+//! held in memory and handed over as its session's mirror, a scripted summarizer, a commit that
+//! re-selects on the mirror of the surface now and splices the report in, and the durable stamp
+//! on a real store in a temp dir.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,9 +12,10 @@ use fold_core::fold::{
     STAMP_ATTEMPTS,
 };
 use fold_core::locks::session_locks;
+use fold_core::mirror::{self, Mirror, RecordBuilder, Source, NONE};
 use fold_core::region;
 use fold_core::store::{Limits, Store};
-use fold_core::surface::{Kind, Node, Report, Surface};
+use fold_core::surface::{Kind, Node};
 use fold_core::FoldError;
 
 const SESSION: &str = "session-1";
@@ -78,12 +80,25 @@ fn empty(finish: &str, output: u64, reasoning: Option<u64>) -> Reply {
     })
 }
 
+/// A rewind report the host committed: the replacement's seq and the mark it folded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Committed {
+    seq: u32,
+    mark_id: u64,
+}
+
 /// A session surface in memory, and the host side of a fold over it.
 struct Host {
     event_count: u32,
     current: Option<u32>,
+    /// The surface, in model order.
     nodes: Vec<Node>,
-    reports: Vec<Report>,
+    /// The nodes replaced away (a report's account reads them).
+    shadowed: Vec<Node>,
+    /// Each replacement: the seqs it replaced, and the mark whose fold it records (a rewind
+    /// report), if any.
+    replaced: BTreeMap<u32, (Vec<u32>, Option<u64>)>,
+    reports: Vec<Committed>,
     replies: VecDeque<Reply>,
     snapshots: u32,
     attempts: Vec<u32>,
@@ -125,6 +140,8 @@ impl Host {
             event_count,
             current,
             nodes,
+            shadowed: Vec::new(),
+            replaced: BTreeMap::new(),
             reports: Vec::new(),
             replies: VecDeque::new(),
             snapshots: 0,
@@ -146,9 +163,69 @@ impl Host {
         self
     }
 
-    fn words(&mut self) -> Vec<u32> {
+    /// The session's mirror, as the host hands it to the fold: rebuilt from the surface and its
+    /// log index learnt, as a host rebuilds one.
+    fn mirror(&mut self) -> Mirror {
         self.snapshots += 1;
-        Surface::encode(self.event_count, self.current, &self.nodes, &self.reports)
+        self.mirror_now()
+    }
+
+    /// The mirror of the surface now (the commit's re-check: not a reading the fold asked for).
+    fn mirror_now(&self) -> Mirror {
+        let record = |n: &Node| {
+            let replaced = self.replaced.get(&n.seq);
+            let source = match replaced {
+                Some((_, Some(mark_id))) => Source::RewindReport { mark_id: *mark_id },
+                Some(_) => Source::CompactionSummary,
+                None if n.kind == Kind::User => Source::User,
+                None => Source::Appended,
+            };
+            let sources = replaced.map_or(&[][..], |(seqs, _)| seqs.as_slice());
+            let builder = RecordBuilder {
+                op: Some(replaced.map(|(seqs, _)| (seqs[0], seqs[seqs.len() - 1]))),
+                source,
+                link: match n.kind {
+                    Kind::Assistant => n.opens,
+                    Kind::ToolResult => n.opener.map_or(0, |o| o + 1),
+                    _ => 0,
+                },
+                chars: n.chars,
+                origin: Some(n.origin),
+                ..RecordBuilder::append(n.seq, n.kind)
+            };
+            (builder, sources)
+        };
+        let mut others = self.shadowed.clone();
+        others.sort_by_key(|n| n.seq);
+        let header = mirror::load_header(self.event_count, 0, self.nodes.len() as u32, others.len() as u32);
+        let mut words = header.to_vec();
+        for n in others.iter().chain(&self.nodes) {
+            let (builder, sources) = record(n);
+            builder.write(sources, &mut words);
+        }
+        let mut m = Mirror::new();
+        m.load(&words).unwrap();
+        // The log index: every replacement's record, in seq order.
+        let mut log = Vec::new();
+        for seq in self.replaced.keys() {
+            let n = others.iter().chain(&self.nodes).find(|n| n.seq == *seq).unwrap();
+            let (builder, sources) = record(n);
+            builder.write(sources, &mut log);
+        }
+        m.load_log(NONE, &log).unwrap();
+        m
+    }
+
+    /// The surface positions `start..end` of the run from seq `first` to seq `last`.
+    fn span(&self, first: u32, last: u32) -> (usize, usize) {
+        let at = |seq: u32| self.nodes.iter().position(|n| n.seq == seq).unwrap();
+        (at(first), at(last) + 1)
+    }
+
+    /// Replacement `seq` is the rewind report of `mark_id` (its fold of what it replaced).
+    fn report(&mut self, seq: u32, mark_id: u64) {
+        self.replaced.get_mut(&seq).expect("a replacement").1 = Some(mark_id);
+        self.reports.push(Committed { seq, mark_id });
     }
 
     fn seqs(&self) -> Vec<u32> {
@@ -160,39 +237,36 @@ impl Host {
         let seq = self.event_count;
         self.event_count += 1;
         let origin = self.nodes[start..end].iter().map(|n| n.origin).min().unwrap();
-        self.nodes.splice(
-            start..end,
-            [Node {
-                origin,
-                ..node(seq, Kind::User, chars)
-            }],
-        );
+        let gone: Vec<Node> = self
+            .nodes
+            .splice(
+                start..end,
+                [Node {
+                    origin,
+                    ..node(seq, Kind::User, chars)
+                }],
+            )
+            .collect();
+        self.replaced.insert(seq, (gone.iter().map(|n| n.seq).collect(), None));
+        self.shadowed.extend(gone);
         seq
     }
 
-    /// The one synchronous commit step: re-select on a fresh snapshot, append if unchanged.
+    /// The one synchronous commit step: re-select on the mirror now, append if unchanged.
     fn commit(&mut self, plan: &FoldPlan) -> Commit {
         self.commits.push(plan.clone());
-        let fresh = Surface::decode(&Surface::encode(
-            self.event_count,
-            self.current,
-            &self.nodes,
-            &self.reports,
-        ))
-        .unwrap();
         let region = &plan.request.region;
-        if !region::still_matches(&fresh, plan.request.anchor, &region.seqs) {
+        let now = self
+            .mirror_now()
+            .rewind_surface(plan.request.anchor, self.current)
+            .unwrap();
+        if !region::still_matches(&now, plan.request.anchor, &region.seqs) {
             return Commit::Changed;
         }
-        let seq = self.replace(region.start_pos, region.end_pos, plan.report_chars as u32);
-        self.reports.push(Report {
-            seq,
-            mark_id: plan.request.mark_id,
-            folded_nodes: region.seqs.len() as u32,
-            start: region.start(),
-            end: region.end(),
-            folded_chars: region.folded_chars as u32,
-        });
+        // The region's positions count from the mirror's window: the surface knows its seqs.
+        let (start, end) = self.span(region.start(), region.end());
+        let seq = self.replace(start, end, plan.report_chars as u32);
+        self.report(seq, plan.request.mark_id);
         if let Some(f) = self.after_commit.take() {
             f();
         }
@@ -232,7 +306,7 @@ fn drive_session(
     let mut settled: Option<FoldResult> = None;
     loop {
         step = match step {
-            Step::Snapshot => rewind.snapshot(&host.words())?,
+            Step::Snapshot => rewind.read(&host.mirror(), host.current)?,
             Step::Summarize { request, attempt } => {
                 host.attempts.push(attempt);
                 host.requests.push(request.clone());
@@ -244,7 +318,7 @@ fn drive_session(
                         unreachable!("an abort before the commit ends the fold")
                     }
                     Reply::CompactThen(s) => {
-                        let start = request.region.start_pos;
+                        let (start, _) = host.span(request.region.start(), request.region.end());
                         host.replace(start, start + 2, 10);
                         rewind.summarized(s)?
                     }
@@ -289,7 +363,7 @@ fn drive(store: &Store, host: &mut Host) -> fold_core::Result<FoldResult> {
 /// A fold of the session's mark driven through its commit (report "r"), and the step after it.
 fn committed(store: &Store, host: &mut Host) -> (Rewind, Step) {
     let (mut rewind, _) = Rewind::begin(SESSION, mark_of(store, SESSION), RewindOptions::default()).unwrap();
-    let Step::Summarize { .. } = rewind.snapshot(&host.words()).unwrap() else {
+    let Step::Summarize { .. } = rewind.read(&host.mirror(), host.current).unwrap() else {
         panic!("a summary is asked next")
     };
     let Step::Commit(plan) = rewind
@@ -378,7 +452,7 @@ fn the_steps_come_in_the_transactions_order_and_the_lock_is_held_until_the_end()
     let (mut rewind, step) = Rewind::begin(SESSION, mark_of(&store, SESSION), RewindOptions::default()).unwrap();
     assert_eq!(step, Step::Snapshot);
     assert!(session_locks().is_held(SESSION), "the lock is taken at begin");
-    let Step::Summarize { request, attempt: 0 } = rewind.snapshot(&host.words()).unwrap() else {
+    let Step::Summarize { request, attempt: 0 } = rewind.read(&host.mirror(), host.current).unwrap() else {
         panic!("a summary is asked next")
     };
     assert_eq!(request.region.seqs, REGION);
@@ -425,7 +499,7 @@ fn steps_out_of_order_are_a_host_failure_that_ends_the_fold() {
     assert!(err.to_string().contains("out of order"), "{err}");
     // The fold is over: even the right step is refused now.
     assert_eq!(
-        rewind.snapshot(&exploration().words()).unwrap_err().code(),
+        rewind.read(&exploration().mirror(), Some(12)).unwrap_err().code(),
         "HOST_FAILED"
     );
     assert_eq!(rewind.stamped(Ok(true)).unwrap_err().code(), "HOST_FAILED");
@@ -737,7 +811,7 @@ fn an_abort_right_after_begin_is_aborted() {
     let err = rewind.abort().unwrap_err();
     assert_eq!(err.code(), "ABORTED", "{err}");
     assert_eq!(
-        rewind.snapshot(&exploration().words()).unwrap_err().code(),
+        rewind.read(&exploration().mirror(), Some(12)).unwrap_err().code(),
         "HOST_FAILED",
         "the fold is over"
     );
@@ -796,17 +870,10 @@ fn an_abort_once_committed_is_ignored() {
     // A repair is a fold that has happened too.
     let mut host = exploration();
     host.replace(3, 8, 33);
-    host.reports.push(Report {
-        seq: 14,
-        mark_id: mark_id + 1,
-        folded_nodes: 5,
-        start: 4,
-        end: 11,
-        folded_chars: 300,
-    });
+    host.report(14, mark_id + 1);
     store.mark(SESSION, ANCHOR, None).unwrap();
     let (mut rewind, _) = Rewind::begin(SESSION, mark_of(&store, SESSION), RewindOptions::default()).unwrap();
-    let step = rewind.snapshot(&host.words()).unwrap();
+    let step = rewind.read(&host.mirror(), host.current).unwrap();
     assert!(
         matches!(step, Step::Stamp { mark_id: m, .. } if m == mark_id + 1),
         "{step:?}"
@@ -832,17 +899,10 @@ fn a_committed_but_unstamped_fold_is_repaired_not_folded_again() {
     let _serial = serial();
     let (_dir, store, mark_id) = marked();
     // The process died between the commit and the stamp: the report (seq 14, 33 chars) of this
-    // mark is on the surface, in the snapshot's reports trailer, while the store says active.
+    // mark is on the surface, in the session's log, while the store says active.
     let mut host = exploration();
     host.replace(3, 8, 33);
-    host.reports.push(Report {
-        seq: 14,
-        mark_id,
-        folded_nodes: 5,
-        start: 4,
-        end: 11,
-        folded_chars: 300,
-    });
+    host.report(14, mark_id);
     let before = host.seqs();
     assert_still_active(&store);
     let result = drive(&store, &mut host).unwrap();
@@ -895,14 +955,7 @@ fn a_report_appended_before_the_mark_never_repairs_it() {
     let (_dir, store) = store();
     let mut host = exploration();
     host.replace(3, 8, 33);
-    host.reports.push(Report {
-        seq: 14,
-        mark_id: 1,
-        folded_nodes: 5,
-        start: 4,
-        end: 11,
-        folded_chars: 300,
-    });
+    host.report(14, 1);
     host.nodes
         .extend([res(15, 12, 5), asst(16, 1, 10), res(17, 16, 90), asst(18, 1, 5)]);
     host.event_count = 19;
@@ -926,16 +979,8 @@ fn a_report_names_its_mark_id_whole_past_32_bits() {
     assert_eq!(mark_id, 1);
     let mut host = exploration();
     host.replace(3, 8, 33);
-    host.reports.push(Report {
-        seq: 14,
-        mark_id: (1 << 32) + 1,
-        folded_nodes: 5,
-        start: 4,
-        end: 11,
-        folded_chars: 300,
-    });
-    let decoded = Surface::decode(&host.words()).unwrap();
-    assert_eq!(decoded.reports[0].mark_id, (1 << 32) + 1);
+    host.report(14, (1 << 32) + 1);
+    assert_eq!(host.mirror_now().report(14).map(|r| r.mark_id), Some((1 << 32) + 1));
     // Not this mark's report: the fold goes on (and selects the report itself, after the mark).
     let result = drive(&store, &mut host).unwrap();
     assert_eq!(host.attempts, [0]);
@@ -1014,13 +1059,14 @@ fn a_bad_session_id_is_an_invalid_argument() {
 }
 
 #[test]
-fn a_bad_snapshot_is_an_invalid_argument_and_writes_nothing() {
+fn a_rewind_call_not_on_the_surface_fails_the_fold_as_the_hosts_and_writes_nothing() {
     let _serial = serial();
     let (_dir, store, _) = marked();
     let mut host = exploration();
     host.current = Some(2); // a log-only event
     let err = drive(&store, &mut host).unwrap_err();
-    assert_eq!(err.code(), "INVALID_ARGUMENT", "{err}");
+    assert_eq!(err.code(), "HOST_FAILED", "{err}");
+    assert!(err.to_string().contains("current seq 2 is not on the surface"), "{err}");
     assert!(host.attempts.is_empty());
     assert_still_active(&store);
     assert_unlocked(SESSION);

@@ -22,7 +22,8 @@ use std::time::{Duration, Instant};
 
 use fold_core::region;
 use fold_core::store::{Limits, Store};
-use fold_core::surface::{Surface, NONE};
+use fold_core::surface::Surface;
+use fold_core::wire::NONE;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -98,7 +99,7 @@ fn check_store_bytes(dir: &Path, bytes: &[u8]) -> String {
 
 /// Decodes `words` and selects at `anchor`; checks every region it gets. Returns the code.
 fn check_surface(words: &[u32], anchor: u64) -> String {
-    let surface = match Surface::decode(words) {
+    let (surface, reports) = match Surface::decode_with_reports(words) {
         Ok(s) => s,
         Err(e) => {
             assert_eq!(e.code(), "INVALID_ARGUMENT", "{e}");
@@ -108,7 +109,7 @@ fn check_surface(words: &[u32], anchor: u64) -> String {
     // What decodes re-encodes to the same words.
     let current = (words[2] != NONE).then_some(words[2]);
     assert_eq!(
-        Surface::encode(surface.event_count, current, &surface.nodes, &surface.reports),
+        Surface::encode(surface.event_count, current, &surface.nodes, &reports),
         words
     );
     match region::select(&surface, anchor) {

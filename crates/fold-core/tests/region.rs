@@ -5,7 +5,8 @@
 //! smallest origin of what it replaced.
 
 use fold_core::region::{self, Region, NOTHING_AFTER_MARK, NOTHING_BEFORE_REWIND};
-use fold_core::surface::{Kind, Node, Report, Surface, NONE};
+use fold_core::surface::{Kind, Node, Surface};
+use fold_core::wire::{Report, NONE};
 
 fn node(seq: u32, kind: Kind, chars: u32) -> Node {
     Node::new(seq, kind, chars)
@@ -559,14 +560,14 @@ fn valid_words() -> Vec<u32> {
 #[test]
 fn decodes_what_it_encodes() {
     let words = valid_words();
-    let s = Surface::decode(&words).unwrap();
+    let (s, reports) = Surface::decode_with_reports(&words).unwrap();
     assert_eq!(s.event_count, 15);
     assert_eq!(s.nodes.len(), 10);
     assert_eq!(s.nodes[..9], exploration()[..]);
     assert_eq!(s.current, Some(8));
-    assert_eq!(s.reports.len(), 1);
-    assert_eq!(s.reports[0].mark_id, 1);
-    let again = Surface::encode(s.event_count, Some(12), &s.nodes, &s.reports);
+    assert_eq!(reports.len(), 1);
+    assert_eq!(reports[0].mark_id, 1);
+    let again = Surface::encode(s.event_count, Some(12), &s.nodes, &reports);
     assert_eq!(again, words);
 }
 

@@ -45,6 +45,7 @@
 mod commit;
 mod document;
 mod file;
+#[cfg(any(test, feature = "oracles"))]
 #[doc(hidden)]
 pub mod fuzzing;
 mod journal;

@@ -1,4 +1,0 @@
-//! Fuzz target `snapshot_v1`: see fold_core::fuzz (the contract it checks, and its corpus replay).
-#![no_main]
-
-libfuzzer_sys::fuzz_target!(|data: &[u8]| fold_core::fuzz::snapshot_v1(data));
