@@ -69,95 +69,128 @@ fn preview(bytes: &[u8]) -> String {
 }
 
 /// Locates the complete frames of `bytes` from their headers alone; a frame the data ends
-/// inside is the torn tail (`Ok` with its start). The rules are DSH's `scanZstdFrames`.
+/// inside is the torn tail (`Ok` with its start). The rules are DSH's `scanZstdFrames`: each
+/// frame is its header ([`frame_header`]), its blocks up to the last ([`blocks_end`]), then its
+/// checksum when the header announces one ([`frame_span`]).
 fn scan(bytes: &[u8]) -> Result<(Vec<FrameSpan>, Option<usize>)> {
     let mut frames = Vec::new();
     let mut at = 0usize;
-    let need = |at: usize, n: usize| bytes.len() - at < n;
     while at < bytes.len() {
-        let start = at;
-        if need(at, 4) {
-            return Ok((frames, Some(start)));
-        }
-        let magic = u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
-        if magic != MAGIC {
-            return Err(if start == 0 {
-                FoldError::invalid(format!(
-                    "the data is not zstd-compressed (it starts with {})",
-                    preview(bytes)
-                ))
-            } else {
-                FoldError::invalid(format!(
-                    "byte {start} is not the start of a zstd frame (after frame {}; it holds {})",
-                    frames.len() - 1,
-                    preview(&bytes[start..])
-                ))
-            });
-        }
-        at += 4;
-        if need(at, 1) {
-            return Ok((frames, Some(start)));
-        }
-        let descriptor = bytes[at];
-        at += 1;
-        if descriptor & 0x18 != 0 {
-            return Err(FoldError::invalid(format!(
-                "zstd frame {} (byte {start}) is damaged: its header sets a reserved bit",
-                frames.len()
-            )));
-        }
-        let single_segment = descriptor & 0x20 != 0;
-        let checksum = descriptor & 0x04 != 0;
-        let dictionary = match descriptor & 3 {
-            3 => 4,
-            n => n as usize,
-        };
-        let content_size = match descriptor >> 6 {
-            0 => usize::from(single_segment),
-            flag => 1 << flag,
-        };
-        let header_rest = usize::from(!single_segment) + dictionary + content_size;
-        if need(at, header_rest) {
-            return Ok((frames, Some(start)));
-        }
-        at += header_rest;
-        loop {
-            if need(at, 3) {
-                return Ok((frames, Some(start)));
+        match frame_span(bytes, at, frames.len())? {
+            Some(span) => {
+                at = span.end;
+                frames.push(span);
             }
-            let header = u32::from(bytes[at]) | u32::from(bytes[at + 1]) << 8 | u32::from(bytes[at + 2]) << 16;
-            at += 3;
-            let last = header & 1 != 0;
-            let kind = (header >> 1) & 3;
-            if kind == 3 {
-                return Err(FoldError::invalid(format!(
-                    "zstd frame {} (byte {start}) is damaged: block at byte {} has the reserved type",
-                    frames.len(),
-                    at - 3
-                )));
-            }
-            let payload = if kind == 1 { 1 } else { (header >> 3) as usize };
-            if need(at, payload) {
-                return Ok((frames, Some(start)));
-            }
-            at += payload;
-            if last {
-                break;
-            }
+            None => return Ok((frames, Some(at))),
         }
-        if checksum {
-            if need(at, 4) {
-                return Ok((frames, Some(start)));
-            }
-            at += 4;
-        }
-        frames.push(FrameSpan {
-            start,
-            end: at,
-            checksum,
-        });
     }
     Ok((frames, None))
+}
+
+/// Whether fewer than `n` bytes are left from `at`.
+fn short(bytes: &[u8], at: usize, n: usize) -> bool {
+    bytes.len() - at < n
+}
+
+/// The frame `index` starting at byte `start`: header, blocks, checksum; `None` when the data
+/// ends inside it.
+fn frame_span(bytes: &[u8], start: usize, index: usize) -> Result<Option<FrameSpan>> {
+    let Some((blocks, checksum)) = frame_header(bytes, start, index)? else {
+        return Ok(None);
+    };
+    let Some(mut at) = blocks_end(bytes, blocks, start, index)? else {
+        return Ok(None);
+    };
+    if checksum {
+        if short(bytes, at, 4) {
+            return Ok(None);
+        }
+        at += 4;
+    }
+    Ok(Some(FrameSpan {
+        start,
+        end: at,
+        checksum,
+    }))
+}
+
+/// Reads the header of frame `index` at byte `start` (magic number, descriptor, window,
+/// dictionary id, content size): where its first block starts and whether a checksum follows
+/// its last; `None` when the data ends inside the header.
+fn frame_header(bytes: &[u8], start: usize, index: usize) -> Result<Option<(usize, bool)>> {
+    let mut at = start;
+    if short(bytes, at, 4) {
+        return Ok(None);
+    }
+    let magic = u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+    if magic != MAGIC {
+        return Err(if start == 0 {
+            FoldError::invalid(format!(
+                "the data is not zstd-compressed (it starts with {})",
+                preview(bytes)
+            ))
+        } else {
+            FoldError::invalid(format!(
+                "byte {start} is not the start of a zstd frame (after frame {}; it holds {})",
+                index - 1,
+                preview(&bytes[start..])
+            ))
+        });
+    }
+    at += 4;
+    if short(bytes, at, 1) {
+        return Ok(None);
+    }
+    let descriptor = bytes[at];
+    at += 1;
+    if descriptor & 0x18 != 0 {
+        return Err(FoldError::invalid(format!(
+            "zstd frame {index} (byte {start}) is damaged: its header sets a reserved bit"
+        )));
+    }
+    let single_segment = descriptor & 0x20 != 0;
+    let checksum = descriptor & 0x04 != 0;
+    let dictionary = match descriptor & 3 {
+        3 => 4,
+        n => n as usize,
+    };
+    let content_size = match descriptor >> 6 {
+        0 => usize::from(single_segment),
+        flag => 1 << flag,
+    };
+    let header_rest = usize::from(!single_segment) + dictionary + content_size;
+    if short(bytes, at, header_rest) {
+        return Ok(None);
+    }
+    Ok(Some((at + header_rest, checksum)))
+}
+
+/// Walks the blocks of frame `index` (at byte `start`) from `at` by their 3-byte headers: where
+/// its last block ends; `None` when the data ends inside a block.
+fn blocks_end(bytes: &[u8], mut at: usize, start: usize, index: usize) -> Result<Option<usize>> {
+    loop {
+        if short(bytes, at, 3) {
+            return Ok(None);
+        }
+        let header = u32::from(bytes[at]) | u32::from(bytes[at + 1]) << 8 | u32::from(bytes[at + 2]) << 16;
+        at += 3;
+        let last = header & 1 != 0;
+        let kind = (header >> 1) & 3;
+        if kind == 3 {
+            return Err(FoldError::invalid(format!(
+                "zstd frame {index} (byte {start}) is damaged: block at byte {} has the reserved type",
+                at - 3
+            )));
+        }
+        let payload = if kind == 1 { 1 } else { (header >> 3) as usize };
+        if short(bytes, at, payload) {
+            return Ok(None);
+        }
+        at += payload;
+        if last {
+            return Ok(Some(at));
+        }
+    }
 }
 
 /// Appends the decoding of one frame to `out` (up to the cap). With `partial`, a decoding error
