@@ -630,85 +630,30 @@ impl Output {
 }
 
 impl MessageFacts {
+    /// One message's contribution: a tool message is its result; any other message is what its
+    /// blocks hold, read in order ([`BlocksRead`]), then its text as a whole — an assistant's
+    /// words and names, the paths and shell block any text names ([`text_op`]).
     pub(super) fn of(m: &Message, visible: usize) -> Self {
-        let mut ops = Vec::new();
         if m.role == Role::Tool {
-            let out = join_text(&m.content);
-            ops.push(Op::Result {
-                call_id: m.call_id.clone(),
-                output: Output::of(&out),
-                is_error: m.is_error.unwrap_or(false),
-            });
-            return Self {
-                ops,
-                visible,
-                said: None,
-                names: Vec::new(),
-                plan: None,
-            };
+            return Self::tool_message(m, visible);
         }
-        let mut names = Ordered::default();
-        let mut plan = None;
-        let mut text = String::new();
-        let mut called = false;
+        let mut read = BlocksRead::default();
         for b in &m.content {
-            match b {
-                Block::Text { text: t } if m.role == Role::Assistant => {
-                    if !text.is_empty() {
-                        text.push('\n');
-                    }
-                    text.push_str(t);
-                }
-                Block::Text { text: t } if m.role == Role::User => {
-                    if t.contains("<returncode>") {
-                        ops.push(Op::ReturnCode(Output::of(t)));
-                    }
-                }
-                Block::ToolCall { id, name, arguments } => {
-                    called = true;
-                    if m.role == Role::Assistant {
-                        arg_names(arguments, &mut names);
-                        if let Some(items) = plan_of(arguments) {
-                            plan = Some(items);
-                        }
-                    }
-                    ops.push(Op::Call {
-                        id: id.clone(),
-                        call: Call::of(name, arguments),
-                    });
-                }
-                Block::ToolResult {
-                    tool_call_id,
-                    content,
-                    is_error,
-                } => {
-                    let out = join_text(content);
-                    ops.push(Op::Result {
-                        call_id: Some(tool_call_id.clone()),
-                        output: Output::of(&out),
-                        is_error: *is_error,
-                    });
-                }
-                Block::Text { .. } | Block::Reasoning { .. } | Block::Other => {}
-            }
+            read.block(b, m.role);
         }
+        let BlocksRead {
+            mut ops,
+            mut names,
+            plan,
+            text,
+            called,
+        } = read;
         let said = (m.role == Role::Assistant && !text.trim().is_empty()).then(|| Box::from(text.as_str()));
         if said.is_some() {
             scan_names(&text, true, &mut names);
         }
         if !text.trim().is_empty() {
-            let mut found = Ordered::default();
-            scan_paths(&text, &mut found);
-            let shell = if called {
-                None
-            } else {
-                shell_block(&text).map(CommandLine::of)
-            };
-            ops.push(Op::Text(Text {
-                paths: found.items.iter().map(|p| p.to_string()).collect(),
-                shell,
-                body: TextBody::Raw(text),
-            }));
+            ops.push(text_op(text, called));
         }
         Self {
             ops,
@@ -716,6 +661,22 @@ impl MessageFacts {
             said,
             names: names.items,
             plan,
+        }
+    }
+
+    /// A tool message: one result, answering its call id.
+    fn tool_message(m: &Message, visible: usize) -> Self {
+        let out = join_text(&m.content);
+        Self {
+            ops: vec![Op::Result {
+                call_id: m.call_id.clone(),
+                output: Output::of(&out),
+                is_error: m.is_error.unwrap_or(false),
+            }],
+            visible,
+            said: None,
+            names: Vec::new(),
+            plan: None,
         }
     }
 
@@ -766,6 +727,80 @@ impl MessageFacts {
             }
         }
     }
+}
+
+/// What a (non-tool) message's blocks hold, read in order: the calls, results and return codes
+/// as ops, the names in an assistant's call arguments, the plan it set, its text blocks joined.
+#[derive(Default)]
+struct BlocksRead {
+    ops: Vec<Op>,
+    names: Ordered,
+    plan: Option<Vec<(PlanStatus, Box<str>)>>,
+    /// An assistant's text blocks, joined by newlines.
+    text: String,
+    /// Whether the message calls a tool (then its text's shell block is not an action).
+    called: bool,
+}
+
+impl BlocksRead {
+    fn block(&mut self, b: &Block, role: Role) {
+        match b {
+            Block::Text { text: t } if role == Role::Assistant => {
+                if !self.text.is_empty() {
+                    self.text.push('\n');
+                }
+                self.text.push_str(t);
+            }
+            Block::Text { text: t } if role == Role::User => {
+                if t.contains("<returncode>") {
+                    self.ops.push(Op::ReturnCode(Output::of(t)));
+                }
+            }
+            Block::ToolCall { id, name, arguments } => {
+                self.called = true;
+                if role == Role::Assistant {
+                    arg_names(arguments, &mut self.names);
+                    if let Some(items) = plan_of(arguments) {
+                        self.plan = Some(items);
+                    }
+                }
+                self.ops.push(Op::Call {
+                    id: id.clone(),
+                    call: Call::of(name, arguments),
+                });
+            }
+            Block::ToolResult {
+                tool_call_id,
+                content,
+                is_error,
+            } => {
+                let out = join_text(content);
+                self.ops.push(Op::Result {
+                    call_id: Some(tool_call_id.clone()),
+                    output: Output::of(&out),
+                    is_error: *is_error,
+                });
+            }
+            Block::Text { .. } | Block::Reasoning { .. } | Block::Other => {}
+        }
+    }
+}
+
+/// A message's text as an op: the paths it names and, when the message called no tool, the
+/// shell block a text-protocol agent wrote as its action.
+fn text_op(text: String, called: bool) -> Op {
+    let mut found = Ordered::default();
+    scan_paths(&text, &mut found);
+    let shell = if called {
+        None
+    } else {
+        shell_block(&text).map(CommandLine::of)
+    };
+    Op::Text(Text {
+        paths: found.items.iter().map(|p| p.to_string()).collect(),
+        shell,
+        body: TextBody::Raw(text),
+    })
 }
 
 /// The calls of messages (each with its seq), in order, each settled by its result when the
