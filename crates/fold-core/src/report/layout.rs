@@ -166,61 +166,105 @@ pub(super) struct Plan {
     headers: Vec<[&'static str; 2]>,
 }
 
+/// Both languages' phrases, and whether the report wants the Chinese text too.
+struct Tongues {
+    en: Phrases,
+    zh: Phrases,
+    wants_zh: bool,
+}
+
+impl Tongues {
+    fn of(language: Language) -> Self {
+        Self {
+            en: Language::En.phrases(),
+            zh: Language::Zh.phrases(),
+            wants_zh: language == Language::Zh,
+        }
+    }
+
+    /// The same text in both languages: `make` writes it with one language's phrases.
+    fn both(&self, make: &dyn Fn(&Phrases) -> String) -> Texts {
+        (make(&self.en), self.wants_zh.then(|| make(&self.zh)))
+    }
+}
+
+/// A step's priority: failed (or printing new error lines), a shell command, or a minor step.
+fn step_priority(step: &Step) -> u8 {
+    if matches!(step.outcome, Outcome::Failed(_)) || !step.errors.is_empty() {
+        P_FAILED
+    } else if step.kind == ToolKind::Shell {
+        P_STEP
+    } else {
+        P_MINOR_STEP
+    }
+}
+
 impl Plan {
+    /// The report's atoms in report order: its sections one after the other (findings, files,
+    /// decisions and open questions, the next step).
     pub(super) fn new(f: &Facts, language: Language, messages: usize, visible: usize) -> Self {
-        let zh = language == Language::Zh;
-        let (en_p, zh_p) = (Language::En.phrases(), Language::Zh.phrases());
-        // The same text in both languages: `make` writes it with one language's phrases.
-        let both = |make: &dyn Fn(&Phrases) -> String| -> Texts { (make(&en_p), zh.then(|| make(&zh_p))) };
+        let t = Tongues::of(language);
         let mut plan = Self {
             language,
             atoms: Vec::new(),
             headers: Vec::new(),
         };
-        // Findings: the counts, every step with its new error lines, the conclusion.
+        plan.findings(f, &t, messages, visible);
+        plan.files(f, &t);
+        plan.open_ends(f, &t);
+        plan
+    }
+
+    /// Findings: the counts, every step with its new error lines, the conclusion.
+    fn findings(&mut self, f: &Facts, t: &Tongues, messages: usize, visible: usize) {
         let counts = (
             Language::En.counts(messages, f.calls, f.failed, visible),
-            zh.then(|| Language::Zh.counts(messages, f.calls, f.failed, visible)),
+            t.wants_zh
+                .then(|| Language::Zh.counts(messages, f.calls, f.failed, visible)),
         );
-        plan.line(P_FAILED, FINDINGS, counts, None);
-        // A step repeated with the same line and nothing new is one line with a count.
+        self.line(P_FAILED, FINDINGS, counts, None);
+        self.steps(f, t);
+        if let Some(c) = &f.conclusion {
+            let texts = t.both(&|p| format!("{}{c}", p.conclusion));
+            self.line(P_CONCLUSION, FINDINGS, texts, Some(c.len()));
+        }
+    }
+
+    /// Every step as a line (its output's last line as a suffix when it ended well with nothing
+    /// new), its new error lines under it. A step repeated with the same line and nothing new is
+    /// one line with a count.
+    fn steps(&mut self, f: &Facts, t: &Tongues) {
         let mut last: Option<(usize, Texts, usize)> = None;
         for step in &f.steps {
-            let prio = if matches!(step.outcome, Outcome::Failed(_)) || !step.errors.is_empty() {
-                P_FAILED
-            } else if step.kind == ToolKind::Shell {
-                P_STEP
-            } else {
-                P_MINOR_STEP
-            };
-            let line = both(&|p| format!("- {}", step_line(step, p, None)));
+            let line = t.both(&|p| format!("- {}", step_line(step, p, None)));
             if let Some((at, prev, n)) = &mut last {
                 if *prev == line && step.errors.is_empty() {
                     *n += 1;
-                    let a = &mut plan.atoms[*at];
+                    let a = &mut self.atoms[*at];
                     a.text = format!("{} (×{n})", prev.0);
                     a.local = prev.1.as_ref().map(|l| format!("{l} (×{n})"));
                     continue;
                 }
             }
-            let at = plan.line(prio, FINDINGS, line.clone(), None);
+            let at = self.line(step_priority(step), FINDINGS, line.clone(), None);
             last = Some((at, line, 1));
             if let (Outcome::Ok, Some(Summary::Tail(tail))) = (step.outcome, &step.summary) {
                 if step.errors.is_empty() && !step.repeated {
-                    plan.suffix(at, both(&|_| format!(": {tail}")));
+                    self.suffix(at, t.both(&|_| format!(": {tail}")));
                 }
             }
             for &e in &step.errors {
                 let error = &f.errors.items[e];
-                plan.line(P_ERROR, FINDINGS, both(&|_| format!("  - {error}")), None);
+                self.line(P_ERROR, FINDINGS, t.both(&|_| format!("  - {error}")), None);
                 last = None;
             }
         }
-        if let Some(c) = &f.conclusion {
-            let texts = both(&|p| format!("{}{c}", p.conclusion));
-            plan.line(P_CONCLUSION, FINDINGS, texts, Some(c.len()));
-        }
-        // Files and Artifacts: every path the agent named, by the strongest role it played.
+    }
+
+    /// Files and Artifacts: every path the agent named, by the strongest role it played, one
+    /// inline list per role.
+    fn files(&mut self, f: &Facts, t: &Tongues) {
+        let (en_p, zh_p) = (&t.en, &t.zh);
         for (role, header) in [
             (PathRole::Edited, [en_p.edited, zh_p.edited]),
             (PathRole::Written, [en_p.written, zh_p.written]),
@@ -235,17 +279,17 @@ impl Plan {
             if paths.is_empty() {
                 continue;
             }
-            let group = plan.group(header);
+            let group = self.group(header);
             for path in paths {
                 let edits = f.edits.get(&path).copied().unwrap_or(0);
-                let (text, local) = both(&|p| {
+                let (text, local) = t.both(&|p| {
                     if edits > 1 {
                         format!("`{path}` ({edits}{}", p.edits)
                     } else {
                         format!("`{path}`")
                     }
                 });
-                plan.atoms.push(Atom {
+                self.atoms.push(Atom {
                     prio: P_PATH,
                     section: FILES,
                     group,
@@ -256,22 +300,24 @@ impl Plan {
                 });
             }
         }
-        // Decisions, open questions (commands whose program never succeeded afterwards first),
-        // the next step the agent announced.
+    }
+
+    /// Decisions, open questions (commands whose program never succeeded afterwards first),
+    /// the next step the agent announced.
+    fn open_ends(&mut self, f: &Facts, t: &Tongues) {
         for d in &f.decisions {
-            plan.line(P_SENTENCE, DECISIONS, both(&|_| format!("- {d}")), None);
+            self.line(P_SENTENCE, DECISIONS, t.both(&|_| format!("- {d}")), None);
         }
         for step in unresolved(&f.steps) {
-            let texts = both(&|p| format!("{}{}", p.still_failing, step_line(step, p, Some(CAP_UNRESOLVED))));
-            plan.line(P_UNRESOLVED, QUESTIONS, texts, None);
+            let texts = t.both(&|p| format!("{}{}", p.still_failing, step_line(step, p, Some(CAP_UNRESOLVED))));
+            self.line(P_UNRESOLVED, QUESTIONS, texts, None);
         }
         for q in &f.questions {
-            plan.line(P_SENTENCE, QUESTIONS, both(&|_| format!("- {q}")), None);
+            self.line(P_SENTENCE, QUESTIONS, t.both(&|_| format!("- {q}")), None);
         }
         if let Some(n) = &f.next {
-            plan.line(P_NEXT, NEXT, both(&|_| format!("- {n}")), Some(n.len()));
+            self.line(P_NEXT, NEXT, t.both(&|_| format!("- {n}")), Some(n.len()));
         }
-        plan
     }
 
     fn group(&mut self, header: [&'static str; 2]) -> usize {
