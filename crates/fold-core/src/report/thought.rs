@@ -283,95 +283,119 @@ fn names_in_play(
     line
 }
 
-/// Part 3: the open state, from the range's calls in order.
+/// Part 3: the open state, from the range's calls in order: what was edited since the last
+/// passing check, what that check covered, the last failure still standing, the latest plan;
+/// under the heading, the lines that fit the budget.
 fn open_state(range: &[(u32, &MessageFacts)], budget: usize, p: &Phrases) -> String {
     let calls: Vec<(u32, CheckedCall)> = checked_calls(range.iter().copied());
     let last_pass = calls.iter().rposition(|(_, c)| c.check && c.passed());
-    let mut lines: Vec<String> = Vec::new();
-    // Edited since the last passing check (or at all, when none passed).
-    let mut open = Ordered::default();
-    for (_, c) in &calls[last_pass.map_or(0, |i| i + 1)..] {
+    let lines = [
+        edited_line(&calls, last_pass, p),
+        verified_line(&calls, last_pass, p),
+        failure_line(&calls, p),
+        plan_line(range, p),
+    ];
+    fit_state(lines.into_iter().flatten(), budget, p)
+}
+
+/// The files the calls that did not fail edited or wrote, first seen first.
+fn changed_by(calls: &[(u32, CheckedCall)]) -> Ordered {
+    let mut changed = Ordered::default();
+    for (_, c) in calls {
         if !c.failed() {
             for path in &c.changed {
-                open.push(path);
+                changed.push(path);
             }
         }
     }
-    if !open.items.is_empty() {
-        let label = if last_pass.is_some() {
-            p.edited_since
+    changed
+}
+
+/// The files edited since the last passing check (or at all, when none passed).
+fn edited_line(calls: &[(u32, CheckedCall)], last_pass: Option<usize>, p: &Phrases) -> Option<String> {
+    let open = changed_by(&calls[last_pass.map_or(0, |i| i + 1)..]);
+    if open.items.is_empty() {
+        return None;
+    }
+    let label = if last_pass.is_some() {
+        p.edited_since
+    } else {
+        p.edited_unchecked
+    };
+    Some(format!("{label}{}", list(&open.items, p)))
+}
+
+/// The last passing check and the files changed before it, which it covered (done: not to be
+/// redone).
+fn verified_line(calls: &[(u32, CheckedCall)], last_pass: Option<usize>, p: &Phrases) -> Option<String> {
+    let i = last_pass?;
+    let covered = changed_by(&calls[..i]);
+    if covered.items.is_empty() {
+        return None;
+    }
+    let (seq, check) = &calls[i];
+    Some(format!(
+        "{}{seq}, `{}`{}{}",
+        p.verified.0,
+        cap(&check.label, CAP_STATE_LINE),
+        p.verified.1,
+        list(&covered.items, p)
+    ))
+}
+
+/// The last failure with its first error line, unless a later run of the same command passed.
+fn failure_line(calls: &[(u32, CheckedCall)], p: &Phrases) -> Option<String> {
+    let f = calls.iter().rposition(|(_, c)| c.failed())?;
+    let (seq, failed) = &calls[f];
+    if calls[f + 1..].iter().any(|(_, c)| c.passed() && c.same_run(failed)) {
+        return None;
+    }
+    let mut line = format!(
+        "{}{seq}{}`{}`",
+        p.failure.0,
+        p.failure.1,
+        cap(&failed.label, CAP_STATE_LINE)
+    );
+    if let Some(e) = &failed.error {
+        let _ = write!(line, "\n  {}", cap(e, CAP_STATE_LINE));
+    }
+    Some(line)
+}
+
+/// The latest plan the model kept with a plan tool: its items by status (done, doing, to do).
+fn plan_line(range: &[(u32, &MessageFacts)], p: &Phrases) -> Option<String> {
+    let plan = range.iter().rev().find_map(|(_, m)| m.plan())?;
+    let mut parts = Vec::new();
+    for (status, label) in [
+        (PlanStatus::Done, p.done),
+        (PlanStatus::Doing, p.doing),
+        (PlanStatus::Todo, p.todo),
+    ] {
+        let items: Vec<&str> = plan.iter().filter(|(s, _)| *s == status).map(|(_, t)| &**t).collect();
+        if items.is_empty() {
+            continue;
+        }
+        let shown: Vec<String> = items
+            .iter()
+            .take(MAX_STATE_ITEMS)
+            .map(|t| cap(t, CAP_STATE_LINE / 2).into_owned())
+            .collect();
+        let more = if items.len() > shown.len() {
+            format!("{}{}{}", p.more.0, items.len() - shown.len(), p.more.1)
         } else {
-            p.edited_unchecked
+            String::new()
         };
-        lines.push(format!("{label}{}", list(&open.items, p)));
+        parts.push(format!("{label}{}{more}", shown.join("; ")));
     }
-    if let Some(i) = last_pass {
-        let mut covered = Ordered::default();
-        for (_, c) in &calls[..i] {
-            if !c.failed() {
-                for path in &c.changed {
-                    covered.push(path);
-                }
-            }
-        }
-        if !covered.items.is_empty() {
-            let (seq, check) = &calls[i];
-            lines.push(format!(
-                "{}{seq}, `{}`{}{}",
-                p.verified.0,
-                cap(&check.label, CAP_STATE_LINE),
-                p.verified.1,
-                list(&covered.items, p)
-            ));
-        }
+    if parts.is_empty() {
+        return None;
     }
-    if let Some(f) = calls.iter().rposition(|(_, c)| c.failed()) {
-        let (seq, failed) = &calls[f];
-        let resolved = calls[f + 1..].iter().any(|(_, c)| c.passed() && c.same_run(failed));
-        if !resolved {
-            let mut line = format!(
-                "{}{seq}{}`{}`",
-                p.failure.0,
-                p.failure.1,
-                cap(&failed.label, CAP_STATE_LINE)
-            );
-            if let Some(e) = &failed.error {
-                let _ = write!(line, "\n  {}", cap(e, CAP_STATE_LINE));
-            }
-            lines.push(line);
-        }
-    }
-    if let Some(plan) = range.iter().rev().find_map(|(_, m)| m.plan()) {
-        let mut parts = Vec::new();
-        for (status, label) in [
-            (PlanStatus::Done, p.done),
-            (PlanStatus::Doing, p.doing),
-            (PlanStatus::Todo, p.todo),
-        ] {
-            let items: Vec<&str> = plan.iter().filter(|(s, _)| *s == status).map(|(_, t)| &**t).collect();
-            if items.is_empty() {
-                continue;
-            }
-            let shown: Vec<String> = items
-                .iter()
-                .take(MAX_STATE_ITEMS)
-                .map(|t| cap(t, CAP_STATE_LINE / 2).into_owned())
-                .collect();
-            let more = if items.len() > shown.len() {
-                format!("{}{}{}", p.more.0, items.len() - shown.len(), p.more.1)
-            } else {
-                String::new()
-            };
-            parts.push(format!("{label}{}{more}", shown.join("; ")));
-        }
-        if !parts.is_empty() {
-            lines.push(format!("{}{}", p.plan, parts.join(" · ")));
-        }
-    }
-    if lines.is_empty() {
-        return String::new();
-    }
-    // Within the budget: the heading, then lines in order while they fit.
+    Some(format!("{}{}", p.plan, parts.join(" · ")))
+}
+
+/// Within the budget: the heading, then the lines in order while they fit (a line that does
+/// not fit is left out, a later shorter one may still fit); empty when none fits.
+fn fit_state(lines: impl Iterator<Item = String>, budget: usize, p: &Phrases) -> String {
     let mut out = String::from(p.state);
     for line in lines {
         if len16(&out) + 1 + len16(&line) > budget {
