@@ -226,43 +226,14 @@ impl CompactionSurface {
             return Err(FoldError::invalid(format!("the session mirror is out of step: {why}")));
         }
         let n = mirror.len();
-        if !overlay.facts.is_empty() && overlay.facts.len() != n {
-            return Err(FoldError::invalid(format!(
-                "facts holds {} words for {n} surface nodes (one each, or none)",
-                overlay.facts.len()
-            )));
-        }
-        if !overlay.ours.len().is_multiple_of(3) {
-            return Err(FoldError::invalid(format!(
-                "ours holds {} words, not (seq, chars, core) triples",
-                overlay.ours.len()
-            )));
-        }
-        let mut ours: HashMap<u32, (u32, u32)> = HashMap::new();
-        for t in overlay.ours.chunks_exact(3) {
-            if t[2] > t[1] {
-                return Err(FoldError::invalid(format!(
-                    "our checkpoint at seq {}: core {} is larger than its {} chars",
-                    t[0], t[2], t[1]
-                )));
-            }
-            ours.insert(t[0], (t[1], t[2]));
-        }
+        let mut ours = overlay.ours_fitting(n)?;
         let notes: std::collections::HashSet<u32> = overlay.notes.iter().copied().collect();
         let mut sets: Vec<Vec<u32>> = Vec::new();
         let mut index: HashMap<u32, u32> = HashMap::new();
         let mut nodes = Vec::with_capacity(n);
         for (pos, v) in mirror.nodes(0..n).enumerate() {
             let mine = ours.remove(&v.seq);
-            let source = match (v.kind, v.source) {
-                (Kind::User, MirrorSource::Injected) if notes.contains(&v.seq) => Source::Work,
-                (Kind::User, MirrorSource::User | MirrorSource::Injected) => Source::User,
-                (Kind::User, MirrorSource::RewindReport { .. }) => Source::RewindReport,
-                (Kind::User, MirrorSource::BlockSummary) => Source::BlockSummary,
-                (Kind::User, MirrorSource::CompactionSummary) if mine.is_some() => Source::CompactionSummary,
-                (Kind::User, MirrorSource::CompactionSummary) => Source::ForeignSummary,
-                _ => Source::Work,
-            };
+            let source = Source::of(v.kind, v.source, notes.contains(&v.seq), mine.is_some());
             if mine.is_some() && source != Source::CompactionSummary {
                 return Err(FoldError::invalid(format!(
                     "seq {} is listed as our checkpoint but is not a compaction summary",
@@ -301,5 +272,53 @@ impl CompactionSurface {
             )));
         }
         Self::new(mirror.event_count(), anchors, nodes, sets)
+    }
+}
+
+impl Source {
+    /// The policy's source of a node the mirror describes (of `kind`, from `source`): `note`,
+    /// the overlay lists it as a plugin's note; `ours`, as our earlier checkpoint
+    /// ([`CompactionSurface::from_mirror`] says the mapping).
+    fn of(kind: Kind, source: MirrorSource, note: bool, ours: bool) -> Self {
+        match (kind, source) {
+            (Kind::User, MirrorSource::Injected) if note => Self::Work,
+            (Kind::User, MirrorSource::User | MirrorSource::Injected) => Self::User,
+            (Kind::User, MirrorSource::RewindReport { .. }) => Self::RewindReport,
+            (Kind::User, MirrorSource::BlockSummary) => Self::BlockSummary,
+            (Kind::User, MirrorSource::CompactionSummary) if ours => Self::CompactionSummary,
+            (Kind::User, MirrorSource::CompactionSummary) => Self::ForeignSummary,
+            _ => Self::Work,
+        }
+    }
+}
+
+impl MirrorOverlay<'_> {
+    /// Checks the overlay fits a surface of `n` nodes (fact sizes one per node or none, our
+    /// checkpoints as `(seq, chars, core)` triples, no core larger than its chars) and returns
+    /// our checkpoints by seq: `(chars, core)`.
+    fn ours_fitting(&self, n: usize) -> Result<HashMap<u32, (u32, u32)>> {
+        if !self.facts.is_empty() && self.facts.len() != n {
+            return Err(FoldError::invalid(format!(
+                "facts holds {} words for {n} surface nodes (one each, or none)",
+                self.facts.len()
+            )));
+        }
+        if !self.ours.len().is_multiple_of(3) {
+            return Err(FoldError::invalid(format!(
+                "ours holds {} words, not (seq, chars, core) triples",
+                self.ours.len()
+            )));
+        }
+        let mut ours: HashMap<u32, (u32, u32)> = HashMap::new();
+        for t in self.ours.chunks_exact(3) {
+            if t[2] > t[1] {
+                return Err(FoldError::invalid(format!(
+                    "our checkpoint at seq {}: core {} is larger than its {} chars",
+                    t[0], t[2], t[1]
+                )));
+            }
+            ours.insert(t[0], (t[1], t[2]));
+        }
+        Ok(ours)
     }
 }
