@@ -2,6 +2,8 @@
 //! the [`BlockSurface`] block mode's rules read, and encoded from nodes, sets and an id table
 //! (tests, benches, fuzz seeds).
 
+use std::ops::Range;
+
 use super::kind_and_link;
 use crate::error::{FoldError, Result};
 use crate::surface::SeqIndex;
@@ -30,8 +32,209 @@ fn bad_block(what: impl std::fmt::Display) -> FoldError {
     FoldError::invalid(format!("invalid block snapshot: {what}"))
 }
 
+/// What a v2 snapshot's header says, checked.
+struct Header {
+    event_count: u32,
+    flags: u32,
+    id_count: usize,
+    /// The node count.
+    n: usize,
+    /// Where the nodes end: the sets' count word.
+    nodes_end: usize,
+}
+
+/// Reads and checks the header: its length, format, flags, and that the nodes fit.
+fn read_header(words: &[u32]) -> Result<Header> {
+    if words.len() < BLOCK_HEADER_WORDS {
+        return Err(bad_block(format!("{} words, shorter than the header", words.len())));
+    }
+    if words[0] != BLOCK_FORMAT {
+        return Err(bad_block(format!(
+            "format {} (block mode reads {BLOCK_FORMAT})",
+            words[0]
+        )));
+    }
+    let event_count = words[1];
+    let flags = words[2];
+    if flags & !HEADER_FLAGS != 0 {
+        return Err(bad_block(format!("unknown header flags {:#x}", flags & !HEADER_FLAGS)));
+    }
+    let id_count = words[3] as usize;
+    let n = words[4] as usize;
+    let nodes_end = n
+        .checked_mul(BLOCK_NODE_WORDS)
+        .and_then(|w| w.checked_add(BLOCK_HEADER_WORDS))
+        .filter(|end| *end < words.len())
+        .ok_or_else(|| bad_block(format!("{n} nodes do not fit in {} words", words.len())))?;
+    Ok(Header {
+        event_count,
+        flags,
+        id_count,
+        n,
+        nodes_end,
+    })
+}
+
+/// The sets, after the nodes: S, then each set as its length and its id indexes. Returns each
+/// set's range in the members (the words after S) and where the sets end.
+fn read_sets(words: &[u32], nodes_end: usize, id_count: usize) -> Result<(Vec<Range<usize>>, usize)> {
+    let set_count = words[nodes_end] as usize;
+    let mut sets = Vec::with_capacity(set_count.min(words.len()));
+    let mut at = nodes_end + 1;
+    for k in 0..set_count {
+        let len = *words
+            .get(at)
+            .ok_or_else(|| bad_block(format!("set {k} of {set_count} is past the end of the words")))?
+            as usize;
+        if len == 0 {
+            return Err(bad_block(format!("set {k} is empty (a node without ids names no set)")));
+        }
+        let range = at + 1..at + 1 + len;
+        if range.end > words.len() {
+            return Err(bad_block(format!("set {k} ({len} ids) runs past the end of the words")));
+        }
+        if let Some(m) = words[range.clone()].iter().find(|m| **m as usize >= id_count) {
+            return Err(bad_block(format!("set {k} names id {m}, not below the {id_count} ids")));
+        }
+        sets.push(range.start - nodes_end - 1..range.end - nodes_end - 1);
+        at = range.end;
+    }
+    Ok((sets, at))
+}
+
+/// The id table, from `at` (after the sets): unpacked into one buffer of UTF-16 units with each
+/// id's range in it. Returns them and where the table ends.
+fn read_ids(words: &[u32], mut at: usize, id_count: usize) -> Result<(Vec<u16>, Vec<Range<usize>>, usize)> {
+    let mut id_units = Vec::new();
+    let mut id_ranges = Vec::with_capacity(id_count.min(words.len()));
+    for i in 0..id_count {
+        let units = *words
+            .get(at)
+            .ok_or_else(|| bad_block(format!("id {i} of {id_count} is past the end of the words")))?
+            as usize;
+        if units == 0 {
+            return Err(bad_block(format!("id {i} is empty")));
+        }
+        let packed = at + 1..at + 1 + units.div_ceil(2);
+        if packed.end > words.len() {
+            return Err(bad_block(format!(
+                "id {i} ({units} UTF-16 units) runs past the end of the words"
+            )));
+        }
+        let start = id_units.len();
+        for w in &words[packed.clone()] {
+            id_units.extend([*w as u16, (*w >> 16) as u16]);
+        }
+        if id_units.len() - start > units && id_units.pop() != Some(0) {
+            return Err(bad_block(format!("id {i}: the unused half of its last word is not 0")));
+        }
+        id_ranges.push(start..id_units.len());
+        at = packed.end;
+    }
+    Ok((id_units, id_ranges, at))
+}
+
+/// Checks no id is repeated, by sorting (the first repeat, in id order, is named).
+fn check_distinct_ids(id_units: &[u16], id_ranges: &[Range<usize>]) -> Result<()> {
+    let mut order: Vec<usize> = (0..id_ranges.len()).collect();
+    order.sort_unstable_by(|a, b| {
+        id_units[id_ranges[*a].clone()]
+            .cmp(&id_units[id_ranges[*b].clone()])
+            .then(a.cmp(b))
+    });
+    if let Some(w) = order
+        .windows(2)
+        .find(|w| id_units[id_ranges[w[0]].clone()] == id_units[id_ranges[w[1]].clone()])
+    {
+        return Err(bad_block(format!(
+            "ids {} and {} are both {:?}",
+            w[0],
+            w[1],
+            BlockId(id_units[id_ranges[w[0]].clone()].to_vec())
+        )));
+    }
+    Ok(())
+}
+
+/// Node `i`'s provenance from its flags: appended, a block summary or another producer's
+/// replacement, never both.
+fn provenance(i: usize, meta: u32) -> Result<Provenance> {
+    match (meta & BLOCK_SUMMARY != 0, meta & REPLACEMENT != 0) {
+        (false, false) => Ok(Provenance::Appended),
+        (true, false) => Ok(Provenance::BlockSummary),
+        (false, true) => Ok(Provenance::Replacement),
+        (true, true) => Err(bad_block(format!(
+            "node {i}: both a block summary and another producer's replacement"
+        ))),
+    }
+}
+
+/// Reads and checks node `i` (its words `[seq, meta, link, set]`) against the event count, the
+/// seqs before it (`pos_of_seq`, which it joins) and the `set_count` sets.
+fn read_node(
+    i: usize,
+    [seq, meta, link, set]: [u32; 4],
+    event_count: u32,
+    set_count: usize,
+    pos_of_seq: &mut SeqIndex,
+) -> Result<BlockNode> {
+    if seq >= event_count {
+        return Err(bad_block(format!(
+            "node {i}: seq {seq} is not below the event count {event_count}"
+        )));
+    }
+    if !pos_of_seq.insert(seq, i) {
+        return Err(bad_block(format!("seq {seq} appears twice on the surface")));
+    }
+    if meta & !(KIND_BITS | NODE_FLAGS) != 0 {
+        return Err(bad_block(format!(
+            "node {i}: unknown flags {:#x}",
+            meta & !(KIND_BITS | NODE_FLAGS)
+        )));
+    }
+    let (kind, opens, opener) = kind_and_link(i, seq, meta & KIND_BITS, link).map_err(bad_block)?;
+    let provenance = provenance(i, meta)?;
+    let user_authored = meta & USER_AUTHORED != 0;
+    if user_authored && (kind != Kind::User || provenance != Provenance::Appended) {
+        return Err(bad_block(format!(
+            "node {i}: only an appended user node is user-authored"
+        )));
+    }
+    if provenance == Provenance::BlockSummary && kind != Kind::User {
+        return Err(bad_block(format!(
+            "node {i}: a block summary is a user node, not {kind:?}"
+        )));
+    }
+    if provenance == Provenance::Replacement && kind == Kind::Assistant {
+        return Err(bad_block(format!(
+            "node {i}: an assistant node cannot be marked as another producer's replacement"
+        )));
+    }
+    let set = match set {
+        0 => None,
+        k if k as usize > set_count => return Err(bad_block(format!("node {i}: set {} of {} sets", k - 1, set_count))),
+        k => Some(k - 1),
+    };
+    if set.is_some() && kind != Kind::Assistant && provenance == Provenance::Appended {
+        return Err(bad_block(format!(
+            "node {i}: a {kind:?} node carries no ids (only assistant nodes, block summaries and replacements do)"
+        )));
+    }
+    Ok(BlockNode {
+        seq,
+        kind,
+        opens,
+        opener,
+        protected: meta & PROTECTED != 0,
+        user_authored,
+        provenance,
+        set,
+    })
+}
+
 impl BlockSurface {
-    /// Decodes and validates a v2 snapshot.
+    /// Decodes and validates a v2 snapshot, in the order of its words: the header, the sets, the
+    /// id table (then no repeated id, no word left over), the nodes, their pairing.
     ///
     /// # Errors
     /// `INVALID_ARGUMENT` naming the first problem: the v1 checks (format, lengths, seqs, kinds,
@@ -40,96 +243,17 @@ impl BlockSurface {
     /// replacement), more than one provenance flag, an id set on a node whose kind carries none,
     /// a set index or id index out of range, an empty set, an empty, repeated or badly packed id.
     pub fn decode(words: &[u32]) -> Result<Self> {
-        if words.len() < BLOCK_HEADER_WORDS {
-            return Err(bad_block(format!("{} words, shorter than the header", words.len())));
-        }
-        if words[0] != BLOCK_FORMAT {
-            return Err(bad_block(format!(
-                "format {} (block mode reads {BLOCK_FORMAT})",
-                words[0]
-            )));
-        }
-        let event_count = words[1];
-        let flags = words[2];
-        if flags & !HEADER_FLAGS != 0 {
-            return Err(bad_block(format!("unknown header flags {:#x}", flags & !HEADER_FLAGS)));
-        }
-        let id_count = words[3] as usize;
-        let n = words[4] as usize;
-        let nodes_end = n
-            .checked_mul(BLOCK_NODE_WORDS)
-            .and_then(|w| w.checked_add(BLOCK_HEADER_WORDS))
-            .filter(|end| *end < words.len())
-            .ok_or_else(|| bad_block(format!("{n} nodes do not fit in {} words", words.len())))?;
-
-        // The sets, after the nodes: S, then each set as its length and its id indexes.
-        let set_count = words[nodes_end] as usize;
-        let mut sets = Vec::with_capacity(set_count.min(words.len()));
-        let mut at = nodes_end + 1;
-        for k in 0..set_count {
-            let len = *words
-                .get(at)
-                .ok_or_else(|| bad_block(format!("set {k} of {set_count} is past the end of the words")))?
-                as usize;
-            if len == 0 {
-                return Err(bad_block(format!("set {k} is empty (a node without ids names no set)")));
-            }
-            let range = at + 1..at + 1 + len;
-            if range.end > words.len() {
-                return Err(bad_block(format!("set {k} ({len} ids) runs past the end of the words")));
-            }
-            if let Some(m) = words[range.clone()].iter().find(|m| **m as usize >= id_count) {
-                return Err(bad_block(format!("set {k} names id {m}, not below the {id_count} ids")));
-            }
-            sets.push(range.start - nodes_end - 1..range.end - nodes_end - 1);
-            at = range.end;
-        }
+        let Header {
+            event_count,
+            flags,
+            id_count,
+            n,
+            nodes_end,
+        } = read_header(words)?;
+        let (sets, at) = read_sets(words, nodes_end, id_count)?;
         let members = words[nodes_end + 1..at].to_vec();
-
-        // The id table, after the sets: unpacked into one buffer, checked for repeats by sorting.
-        let mut id_units = Vec::new();
-        let mut id_ranges = Vec::with_capacity(id_count.min(words.len()));
-        for i in 0..id_count {
-            let units = *words
-                .get(at)
-                .ok_or_else(|| bad_block(format!("id {i} of {id_count} is past the end of the words")))?
-                as usize;
-            if units == 0 {
-                return Err(bad_block(format!("id {i} is empty")));
-            }
-            let packed = at + 1..at + 1 + units.div_ceil(2);
-            if packed.end > words.len() {
-                return Err(bad_block(format!(
-                    "id {i} ({units} UTF-16 units) runs past the end of the words"
-                )));
-            }
-            let start = id_units.len();
-            for w in &words[packed.clone()] {
-                id_units.extend([*w as u16, (*w >> 16) as u16]);
-            }
-            if id_units.len() - start > units && id_units.pop() != Some(0) {
-                return Err(bad_block(format!("id {i}: the unused half of its last word is not 0")));
-            }
-            id_ranges.push(start..id_units.len());
-            at = packed.end;
-        }
-        let mut order: Vec<usize> = (0..id_ranges.len()).collect();
-        order.sort_unstable_by(|a, b| {
-            id_units[id_ranges[*a].clone()]
-                .cmp(&id_units[id_ranges[*b].clone()])
-                .then(a.cmp(b))
-        });
-        if let Some(w) = order
-            .windows(2)
-            .find(|w| id_units[id_ranges[w[0]].clone()] == id_units[id_ranges[w[1]].clone()])
-        {
-            return Err(bad_block(format!(
-                "ids {} and {} are both {:?}",
-                w[0],
-                w[1],
-                BlockId(id_units[id_ranges[w[0]].clone()].to_vec())
-            )));
-        }
+        let (id_units, id_ranges, at) = read_ids(words, at, id_count)?;
+        check_distinct_ids(&id_units, &id_ranges)?;
         if at != words.len() {
             return Err(bad_block(format!("{} words left after the id table", words.len() - at)));
         }
@@ -140,70 +264,13 @@ impl BlockSurface {
             .chunks_exact(BLOCK_NODE_WORDS)
             .enumerate()
         {
-            let [seq, meta, link, set] = [w[0], w[1], w[2], w[3]];
-            if seq >= event_count {
-                return Err(bad_block(format!(
-                    "node {i}: seq {seq} is not below the event count {event_count}"
-                )));
-            }
-            if !pos_of_seq.insert(seq, i) {
-                return Err(bad_block(format!("seq {seq} appears twice on the surface")));
-            }
-            if meta & !(KIND_BITS | NODE_FLAGS) != 0 {
-                return Err(bad_block(format!(
-                    "node {i}: unknown flags {:#x}",
-                    meta & !(KIND_BITS | NODE_FLAGS)
-                )));
-            }
-            let (kind, opens, opener) = kind_and_link(i, seq, meta & KIND_BITS, link).map_err(bad_block)?;
-            let provenance = match (meta & BLOCK_SUMMARY != 0, meta & REPLACEMENT != 0) {
-                (false, false) => Provenance::Appended,
-                (true, false) => Provenance::BlockSummary,
-                (false, true) => Provenance::Replacement,
-                (true, true) => {
-                    return Err(bad_block(format!(
-                        "node {i}: both a block summary and another producer's replacement"
-                    )))
-                }
-            };
-            let user_authored = meta & USER_AUTHORED != 0;
-            if user_authored && (kind != Kind::User || provenance != Provenance::Appended) {
-                return Err(bad_block(format!(
-                    "node {i}: only an appended user node is user-authored"
-                )));
-            }
-            if provenance == Provenance::BlockSummary && kind != Kind::User {
-                return Err(bad_block(format!(
-                    "node {i}: a block summary is a user node, not {kind:?}"
-                )));
-            }
-            if provenance == Provenance::Replacement && kind == Kind::Assistant {
-                return Err(bad_block(format!(
-                    "node {i}: an assistant node cannot be marked as another producer's replacement"
-                )));
-            }
-            let set = match set {
-                0 => None,
-                k if k as usize > sets.len() => {
-                    return Err(bad_block(format!("node {i}: set {} of {} sets", k - 1, sets.len())))
-                }
-                k => Some(k - 1),
-            };
-            if set.is_some() && kind != Kind::Assistant && provenance == Provenance::Appended {
-                return Err(bad_block(format!(
-                    "node {i}: a {kind:?} node carries no ids (only assistant nodes, block summaries and replacements do)"
-                )));
-            }
-            nodes.push(BlockNode {
-                seq,
-                kind,
-                opens,
-                opener,
-                protected: meta & PROTECTED != 0,
-                user_authored,
-                provenance,
-                set,
-            });
+            nodes.push(read_node(
+                i,
+                [w[0], w[1], w[2], w[3]],
+                event_count,
+                sets.len(),
+                &mut pos_of_seq,
+            )?);
         }
         let pairing = Pairing::of(&nodes, |seq| pos_of_seq.get(seq)).map_err(bad_block)?;
 
