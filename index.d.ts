@@ -495,16 +495,15 @@ export declare function planBlockSummary(sessionId: string, mirror: SessionMirro
 
 /**
  * Plans a compaction: what it replaces and how its summary is made, or `null` when no useful
- * range exists. Reads the session's mirror (with `overlay`) or a compaction snapshot. Pure and
- * synchronous; writes nothing.
+ * range exists. Reads the session's mirror with `overlay`. Pure and synchronous; writes nothing.
  */
-export declare function planCompaction(source: SessionMirror | Uint32Array, params: CompactionParams, overlay?: CompactionOverlay): CompactionPlan | null
+export declare function planCompaction(mirror: SessionMirror, params: CompactionParams, overlay: CompactionOverlay): CompactionPlan | null
 
 /**
  * The items and budget of an explicit range of surface positions `[start, end)` (DSH's
  * `compactRegion`). Pure and synchronous; writes nothing.
  */
-export declare function planCompactionRange(source: SessionMirror | Uint32Array, params: CompactionParams, start: number, end: number, overlay?: CompactionOverlay): CompactionPlan
+export declare function planCompactionRange(mirror: SessionMirror, params: CompactionParams, start: number, end: number, overlay: CompactionOverlay): CompactionPlan
 
 /**
  * The commit-time check: does the session's mirror (with the same `current` as the selection)

@@ -1,6 +1,6 @@
 //! The compaction policy's exports: `planCompaction` (what a compaction replaces and how its
 //! summary is made, `fold_core::compaction`, read off the session's mirror with the overlay the
-//! plugin keeps beside it, or off a compaction snapshot: the test oracle) and `foldInProgress` (whether a rewind holds a
+//! plugin keeps beside it: its only input) and `foldInProgress` (whether a rewind holds a
 //! session's fold lock, the lock a compaction declines during). Synchronous, on the JS thread,
 //! conversion only; every bad argument is an `INVALID_ARGUMENT` that names it, and a panic is
 //! the coded `INTERNAL` error (`guard.rs`).
@@ -171,38 +171,28 @@ fn words<'e>(v: &Unknown<'e>) -> napi::Result<Option<Uint32ArraySlice<'e>>> {
     Ok(None)
 }
 
-/// What the policy reads: the session's mirror with what it does not keep beside it, or a
-/// compaction snapshot (the test oracle, and a host without a mirror).
-enum Source<'e> {
-    Mirror {
-        mirror: ClassInstance<'e, SessionMirror>,
-        anchors: Uint32ArraySlice<'e>,
-        facts: Uint32ArraySlice<'e>,
-        ours: Uint32ArraySlice<'e>,
-        notes: Uint32ArraySlice<'e>,
-    },
-    Words(Uint32ArraySlice<'e>),
+/// What the policy reads: the session's mirror with what it does not keep beside it.
+struct Source<'e> {
+    mirror: ClassInstance<'e, SessionMirror>,
+    anchors: Uint32ArraySlice<'e>,
+    facts: Uint32ArraySlice<'e>,
+    ours: Uint32ArraySlice<'e>,
+    notes: Uint32ArraySlice<'e>,
 }
 
 impl Source<'_> {
     fn surface(&self) -> CoreResult<CompactionSurface> {
-        match self {
-            Self::Mirror {
-                mirror,
-                anchors,
-                facts,
-                ours,
-                notes,
-            } => {
-                CompactionSurface::from_mirror(&mirror.mirror, anchors.to_vec(), &MirrorOverlay { facts, ours, notes })
-            }
-            Self::Words(words) => CompactionSurface::decode(words),
-        }
+        let overlay = MirrorOverlay {
+            facts: &self.facts,
+            ours: &self.ours,
+            notes: &self.notes,
+        };
+        CompactionSurface::from_mirror(&self.mirror.mirror, self.anchors.to_vec(), &overlay)
     }
 }
 
 /// Reads the source: the session's `SessionMirror` with its overlay `{anchors, facts, ours, notes}`
-/// (each a `Uint32Array`), or a compaction snapshot.
+/// (each a `Uint32Array`).
 fn source<'e>(env: &Env, v: &Unknown<'e>, overlay: Option<&Unknown<'e>>) -> napi::Result<CoreResult<Source<'e>>> {
     if let Some(mirror) = crate::mirror::of(env, v)? {
         let object = match overlay {
@@ -239,7 +229,7 @@ fn source<'e>(env: &Env, v: &Unknown<'e>, overlay: Option<&Unknown<'e>>) -> napi
             Ok(w) => w,
             Err(e) => return Ok(Err(e)),
         };
-        return Ok(Ok(Source::Mirror {
+        return Ok(Ok(Source {
             mirror,
             anchors,
             facts,
@@ -247,11 +237,8 @@ fn source<'e>(env: &Env, v: &Unknown<'e>, overlay: Option<&Unknown<'e>>) -> napi
             notes,
         }));
     }
-    if let Some(w) = words(v)? {
-        return Ok(Ok(Source::Words(w)));
-    }
     Ok(Err(FoldError::invalid(format!(
-        "source must be the session's SessionMirror or a compaction snapshot (the Uint32Array compactionSnapshot(session) returns), got {}",
+        "source must be the session's SessionMirror (the compaction policy reads nothing else), got {}",
         describe(v)?
     ))))
 }
@@ -266,9 +253,8 @@ macro_rules! arg {
 }
 
 /// Plans a compaction: what it replaces and how its summary is made, or `null` when no useful
-/// range exists. Reads the session's mirror (with `overlay`) or a compaction snapshot. Pure and
-/// synchronous; writes nothing.
-#[napi(ts_args_type = "source: SessionMirror | Uint32Array, params: CompactionParams, overlay?: CompactionOverlay")]
+/// range exists. Reads the session's mirror with `overlay`. Pure and synchronous; writes nothing.
+#[napi(ts_args_type = "mirror: SessionMirror, params: CompactionParams, overlay: CompactionOverlay")]
 pub fn plan_compaction<'e>(
     env: &Env,
     source: Unknown<'e>,
@@ -293,7 +279,7 @@ fn plan_checked<'e>(
 /// The items and budget of an explicit range of surface positions `[start, end)` (DSH's
 /// `compactRegion`). Pure and synchronous; writes nothing.
 #[napi(
-    ts_args_type = "source: SessionMirror | Uint32Array, params: CompactionParams, start: number, end: number, overlay?: CompactionOverlay"
+    ts_args_type = "mirror: SessionMirror, params: CompactionParams, start: number, end: number, overlay: CompactionOverlay"
 )]
 pub fn plan_compaction_range<'e>(
     env: &Env,

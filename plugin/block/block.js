@@ -46,7 +46,7 @@ import { recallHint, recallToolName } from '../recall/hint.js'
 import { languageOf } from '../shared/language.js'
 import { runtimeName, wordsOf } from './words.js'
 import { SessionBlocks } from './log.js'
-import { mirrorOf, mountMirror, trackBlockTool, useMeter, withLog } from '../shared/mirror.js'
+import { liveCompaction, mirrorOf, mountMirror, trackBlockTool, useMeter, withLog } from '../shared/mirror.js'
 
 /**
  * @typedef {object} BlockConfig
@@ -241,7 +241,7 @@ class BlockMode {
         } catch (error) {
           // The request can never land as written. Log it in a closed bracket — unless another
           // producer's compaction is open, which a bracket may not cross: retry after it.
-          if (state.openCompaction !== undefined) continue
+          if (liveCompaction(session) !== undefined) continue
           writeFailure(session, { requestSeq: request.requestSeq, targets: request.targets, turn: state.openTurn, error })
           this.ctx.logger?.warn?.(`block summary of request ${request.requestSeq} (${request.targets.join(', ')}) failed: ${/** @type {Error} */ (error).message}`)
           continue

@@ -1,9 +1,9 @@
 /**
  * @module plugin/block/log
  * What block mode needs to know about a session, read from its append-only log and nowhere
- * else: the open turn (a compaction bracket belongs to it), an unmatched `compaction/start`
- * (the durable compaction lock), the route of the latest model request, and the summary
- * requests still owed a commit.
+ * else: the open turn (a compaction bracket belongs to it), the route of the latest model
+ * request, and the summary requests still owed a commit. (The durable compaction lock is the
+ * session mirror's to answer: `liveCompaction`, plugin/shared/mirror.js.)
  *
  * A request is owed a commit when `block_summary` answered it `pending` — that answer is in
  * the `tool/code-dispatch` event the host logs for the program's sub-call, with the call's
@@ -20,7 +20,6 @@
  * The reading is incremental: each event is looked at once, when the state catches up.
  */
 import { blockIdsOrNone } from './args.js'
-import { compactionLock } from '../shared/compaction-lock.js'
 import { eventLog } from '../shared/session.js'
 
 /**
@@ -71,8 +70,6 @@ export class SessionBlocks {
   consumed = 0
   /** @type {number | null} the open turn, or null between turns */
   openTurn = null
-  /** @type {number | undefined} seq of a `compaction/start` with no end yet */
-  openCompaction = undefined
   /** @type {{provider: string, model: string} | undefined} */
   route = undefined
   /** @type {Set<number>} requestSeqs a commit or a logged failure already answered */
@@ -110,9 +107,6 @@ export class SessionBlocks {
   /** @param {any} event */
   #read(event) {
     const data = event.data
-    // DSH's compaction lock, by the one shared rule (a start left open by an earlier life of the
-    // session is stale after its `session/end-seed`, as DSH's own compaction treats it).
-    this.openCompaction = compactionLock(this.openCompaction, event)
     switch (event.type) {
       case 'turn/start':
         this.openTurn = data.turn

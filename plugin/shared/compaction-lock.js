@@ -6,11 +6,12 @@
  * `session/end-seed` after that start makes it stale (the session was restored or forked after
  * a crash inside the bracket: nobody is left to close it). A stale start does not block.
  *
- * One rule, used by every producer here: block mode's log reading (plugin/block/log.js) and
- * snapshot (plugin/block/surface.js) fold each event through `compactionLock`, and the session
- * mirror (crates/fold-core/src/mirror.rs) applies the same rule to each event it is fed; the
- * rewind (before it folds and at its commit) and the compaction backend ask the mirror
- * (`liveCompaction` in plugin/shared/mirror.js), so each event of a session is looked at once.
+ * One rule, and one reader: the session mirror. It applies the rule to each event it is fed
+ * (crates/fold-core/src/mirror.rs, by the event's log class), and a mirror rebuilt from a
+ * session learns the lock by folding the log through `compactionLock` (plugin/shared/mirror.js,
+ * its log index). Every producer asks the mirror (`liveCompaction` in plugin/shared/mirror.js):
+ * the rewind (before it folds and at its commit), the compaction backend, and block mode (a
+ * summary that cannot land is logged failed only outside another producer's bracket).
  */
 
 /**

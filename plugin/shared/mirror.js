@@ -25,6 +25,7 @@ import { isCompactCheckpointSource } from '@deepseek-ai/dsh-compaction'
 import { deriveEventMessage } from '@deepseek-ai/dsh-session'
 
 import { addon } from './addon.js'
+import { compactionLock } from './compaction-lock.js'
 import { visibleChars } from './meter.js'
 import { eventLog, isRewindReportSource } from './session.js'
 
@@ -413,13 +414,13 @@ function learnLog(m, session) {
   const onSurface = new Set(session.surface.nodes)
   /** @type {Set<number>} */
   const cited = new Set()
-  let open = NONE
+  /** @type {number | undefined} */
+  let open
   for (let seq = 0; seq < log.length; seq++) {
     const event = log[seq]
     const type = event.type
-    if (type === 'compaction/start') open = seq
-    else if (type === 'compaction/end' || type === 'session/end-seed') open = NONE
-    else if (event.surfaceOp?.op === 'replace' && !onSurface.has(seq) && type === 'user/message' && isRewindReportSource(event.data?.source)) {
+    open = compactionLock(open, event)
+    if (event.surfaceOp?.op === 'replace' && !onSurface.has(seq) && type === 'user/message' && isRewindReportSource(event.data?.source)) {
       for (const s of messageSources(log, event)) if (!onSurface.has(s)) cited.add(s)
     }
   }
@@ -431,7 +432,7 @@ function learnLog(m, session) {
     if (event.surfaceOp?.op === 'replace' || cited.has(seq)) at = describe(m, log, event, at)
   }
   m.openers = openers
-  m.native.loadLog(open, words.subarray(0, at))
+  m.native.loadLog(open ?? NONE, words.subarray(0, at))
 }
 
 /**

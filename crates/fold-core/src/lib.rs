@@ -14,8 +14,8 @@
 //!   backend's policy, in one file.
 //! - [`mirror`]: the session mirror, one incremental description of a session's surface that
 //!   every planner reads.
-//! - `wire`: the snapshot wire formats, the tests' and fuzz targets' oracles (behind the `oracles`
-//!   feature, but for the checks compaction's snapshot decoder shares).
+//! - `wire`: the snapshot wire formats (rewind's, block mode's, compaction's) and their decoders,
+//!   the tests' and fuzz targets' oracles (behind the `oracles` feature).
 //! - `fuzz`: the fuzz targets (`npm run fuzz`), replayed from their corpus by `cargo test`
 //!   (behind the `oracles` feature).
 
@@ -36,6 +36,7 @@ pub mod region;
 pub mod report;
 pub mod store;
 pub mod surface;
+#[cfg(any(test, feature = "oracles"))]
 pub mod wire;
 pub mod zstd;
 

@@ -10,11 +10,9 @@
 //! per immutable event). Block ids travel as the UTF-16 code units JS holds ([`BlockId`]): a JS
 //! string may hold lone surrogates that UTF-8 cannot, and two distinct ids must never become one.
 
-use crate::error::{FoldError, Result};
+use std::collections::HashMap;
 
-// The snapshot decoders' link check, which compaction's own snapshot decoder still reads here
-// (it moves behind the `oracles` feature with that decoder: issue 31 part C).
-pub(crate) use crate::wire::kind_and_link;
+use crate::error::{FoldError, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 /// What a node is: its message type.
@@ -392,5 +390,73 @@ impl BlockSurface {
     /// Number of id sets.
     pub fn set_count(&self) -> usize {
         self.sets.len()
+    }
+}
+
+/// "No seq" in a word.
+const NO_SLOT: u32 = u32::MAX;
+
+/// The surface position of each seq. One slot per event while that costs at most a few dozen
+/// words per node; a map otherwise, so a snapshot that claims billions of events (a host bug, or
+/// hostile input) cannot make decoding allocate gigabytes, and a short snapshot of a long log (the
+/// reachable tail of a surface) does not pay for a slot per event.
+pub(crate) enum SeqIndex {
+    Dense(Vec<u32>),
+    Sparse(HashMap<u32, usize>),
+}
+
+/// Slots per node the dense index may spend.
+const DENSE_SLOTS_PER_NODE: usize = 64;
+
+impl SeqIndex {
+    pub(crate) fn new(event_count: u32, nodes: usize) -> Self {
+        let events = event_count as usize;
+        if events <= nodes.saturating_mul(DENSE_SLOTS_PER_NODE).max(1024) {
+            Self::Dense(vec![NO_SLOT; events])
+        } else {
+            Self::Sparse(HashMap::with_capacity(nodes))
+        }
+    }
+
+    /// Records `seq` at `pos` (`seq` is below the event count); false when it was already there.
+    pub(crate) fn insert(&mut self, seq: u32, pos: usize) -> bool {
+        match self {
+            Self::Dense(slots) => {
+                let slot = &mut slots[seq as usize];
+                let fresh = *slot == NO_SLOT;
+                if fresh {
+                    *slot = pos as u32;
+                }
+                fresh
+            }
+            Self::Sparse(map) => map.insert(seq, pos).is_none(),
+        }
+    }
+
+    pub(crate) fn get(&self, seq: u32) -> Option<usize> {
+        match self {
+            Self::Dense(slots) => slots.get(seq as usize).filter(|p| **p != NO_SLOT).map(|p| *p as usize),
+            Self::Sparse(map) => map.get(&seq).copied(),
+        }
+    }
+}
+
+impl Pairing {
+    /// The pairing indexes of nodes in surface order (any snapshot format's): every seq below
+    /// `event_count` and on the surface once, then linked as [`Pairing::of`] links them.
+    pub(crate) fn build<T: Linked>(event_count: u32, nodes: &[T]) -> std::result::Result<Self, String> {
+        let mut pos_of_seq = SeqIndex::new(event_count, nodes.len());
+        for (i, node) in nodes.iter().enumerate() {
+            let seq = node.link().seq;
+            if seq >= event_count {
+                return Err(format!(
+                    "node {i}: seq {seq} is not below the event count {event_count}"
+                ));
+            }
+            if !pos_of_seq.insert(seq, i) {
+                return Err(format!("seq {seq} appears twice on the surface"));
+            }
+        }
+        Self::of(nodes, |seq| pos_of_seq.get(seq))
     }
 }

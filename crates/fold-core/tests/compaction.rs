@@ -2,9 +2,10 @@
 //! surfaces built step by step as an agent loop appends them.
 
 use fold_core::compaction::{
-    plan, plan_at, CompactionNode, CompactionSurface, MirrorOverlay, Params, Source, Treatment, Trigger, FORMAT,
+    plan, plan_at, CompactionNode, CompactionSurface, MirrorOverlay, Params, Source, Treatment, Trigger,
 };
 use fold_core::surface::Kind;
+use fold_core::wire::COMPACTION_FORMAT as FORMAT;
 
 /// Builds a surface the way the agent loop appends it; every node costs `tokens` unless told.
 #[derive(Default)]

@@ -6,9 +6,9 @@
 //! [`BlockSurface`] to what these decode to for the same session.
 //!
 //! Two formats, both flat `u32` arrays: version 1 for rewind ([`Surface::decode`], `v1.rs`) and
-//! version 2 for block mode ([`BlockSurface::decode`], `v2.rs`). This file keeps what both, and
-//! compaction's own snapshot decoder, check with: the seq index and the kind and link rule
-//! (compiled always, for that decoder, until it moves behind the feature: issue 31 part C).
+//! version 2 for block mode ([`BlockSurface::decode`], `v2.rs`); compaction's own, version 4
+//! (`compaction.rs`), is documented with its decoder. This file keeps the kind and link rule all
+//! three check nodes with.
 //!
 //! Version 1:
 //!
@@ -73,66 +73,14 @@
 //! [`Surface::decode`]: crate::surface::Surface::decode
 //! [`BlockSurface::decode`]: crate::surface::BlockSurface::decode
 
-use std::collections::HashMap;
+use crate::surface::Kind;
 
-use crate::surface::{Kind, Linked, Pairing};
-
-#[cfg(any(test, feature = "oracles"))]
+mod compaction;
 mod v1;
-#[cfg(any(test, feature = "oracles"))]
 mod v2;
-#[cfg(any(test, feature = "oracles"))]
+pub use compaction::FORMAT as COMPACTION_FORMAT;
 pub use v1::{Report, FORMAT, NONE};
-#[cfg(any(test, feature = "oracles"))]
 pub use v2::{BLOCK_FORMAT, BLOCK_SUMMARY, OPEN_COMPACTION, PROTECTED, REPLACEMENT, USER_AUTHORED};
-
-/// "No seq" in a word.
-const NO_SLOT: u32 = u32::MAX;
-
-/// The surface position of each seq. One slot per event while that costs at most a few dozen
-/// words per node; a map otherwise, so a snapshot that claims billions of events (a host bug, or
-/// hostile input) cannot make decoding allocate gigabytes, and a short snapshot of a long log (the
-/// reachable tail of a surface) does not pay for a slot per event.
-pub(crate) enum SeqIndex {
-    Dense(Vec<u32>),
-    Sparse(HashMap<u32, usize>),
-}
-
-/// Slots per node the dense index may spend.
-const DENSE_SLOTS_PER_NODE: usize = 64;
-
-impl SeqIndex {
-    pub(crate) fn new(event_count: u32, nodes: usize) -> Self {
-        let events = event_count as usize;
-        if events <= nodes.saturating_mul(DENSE_SLOTS_PER_NODE).max(1024) {
-            Self::Dense(vec![NO_SLOT; events])
-        } else {
-            Self::Sparse(HashMap::with_capacity(nodes))
-        }
-    }
-
-    /// Records `seq` at `pos` (`seq` is below the event count); false when it was already there.
-    pub(crate) fn insert(&mut self, seq: u32, pos: usize) -> bool {
-        match self {
-            Self::Dense(slots) => {
-                let slot = &mut slots[seq as usize];
-                let fresh = *slot == NO_SLOT;
-                if fresh {
-                    *slot = pos as u32;
-                }
-                fresh
-            }
-            Self::Sparse(map) => map.insert(seq, pos).is_none(),
-        }
-    }
-
-    pub(crate) fn get(&self, seq: u32) -> Option<usize> {
-        match self {
-            Self::Dense(slots) => slots.get(seq as usize).filter(|p| **p != NO_SLOT).map(|p| *p as usize),
-            Self::Sparse(map) => map.get(&seq).copied(),
-        }
-    }
-}
 
 /// A node's kind word and link word, checked: the kind is known, only assistant nodes open
 /// calls, only results link to an opener, and an opener is never a later event.
@@ -160,24 +108,4 @@ pub(crate) fn kind_and_link(
         _ => (0, None),
     };
     Ok((kind, opens, opener))
-}
-
-impl Pairing {
-    /// The pairing indexes of nodes in surface order (any snapshot format's): every seq below
-    /// `event_count` and on the surface once, then linked as [`Pairing::of`] links them.
-    pub(crate) fn build<T: Linked>(event_count: u32, nodes: &[T]) -> std::result::Result<Self, String> {
-        let mut pos_of_seq = SeqIndex::new(event_count, nodes.len());
-        for (i, node) in nodes.iter().enumerate() {
-            let seq = node.link().seq;
-            if seq >= event_count {
-                return Err(format!(
-                    "node {i}: seq {seq} is not below the event count {event_count}"
-                ));
-            }
-            if !pos_of_seq.insert(seq, i) {
-                return Err(format!("seq {seq} appears twice on the surface"));
-            }
-        }
-        Self::of(nodes, |seq| pos_of_seq.get(seq))
-    }
 }

@@ -1,8 +1,9 @@
 //! Version 1, rewind's snapshot (format: the module docs of [`crate::wire`]): decoded into the
 //! [`Surface`] the region rules read, and encoded from nodes (tests, benches, fuzz seeds).
 
-use super::{kind_and_link, SeqIndex};
+use super::kind_and_link;
 use crate::error::{FoldError, Result};
+use crate::surface::SeqIndex;
 use crate::surface::{Kind, Node, Pairing, Surface};
 
 pub const FORMAT: u32 = 1;

@@ -2,8 +2,9 @@
 //! the [`BlockSurface`] block mode's rules read, and encoded from nodes, sets and an id table
 //! (tests, benches, fuzz seeds).
 
-use super::{kind_and_link, SeqIndex};
+use super::kind_and_link;
 use crate::error::{FoldError, Result};
+use crate::surface::SeqIndex;
 use crate::surface::{BlockId, BlockNode, BlockSurface, Kind, Pairing, Provenance};
 
 pub const BLOCK_FORMAT: u32 = 2;

@@ -1,25 +1,27 @@
+// @ts-check
 /**
- * @module plugin/compaction/snapshot
- * Describes a real DSH `Session`'s surface to the compaction policy (the snapshot format is
- * documented in `crates/fold-core/src/compaction.rs`): per node, its kind, where it came from
- * (the agent's work, the user, a rewind report, a block summary, an earlier compaction summary
- * of ours or of another backend), its token price from DSH's meter, its visible chars, its call
- * links and its block ids, a work node's fact chars (when its report facts were read,
- * report-facts.js) and an earlier checkpoint's core; and the anchors of the active checkpoint
- * marks.
- *
- * The backend plans on the session mirror (`planCompaction(mirror, params, overlay)`,
- * overlay.js); this snapshot is the same input described from the session alone, from scratch
- * at every call (no cache): the oracle the tests hold the mirror's plan to, and the input of a
- * host without a mirror.
+ * @module __test__/oracles/compaction
+ * What the compaction policy must see of a real DSH `Session`'s surface, described from the
+ * session alone, from scratch at every call: the oracle `__test__/compaction/mirror.test.mjs`
+ * holds the session mirror and the backend's overlay (`plugin/shared/mirror.js`,
+ * `plugin/compaction/overlay.js`) to. It was the plugin's compaction snapshot builder
+ * (`plugin/compaction/snapshot.js`, the version 4 format of `crates/fold-core/src/wire/`) until
+ * the mirror became the policy's only input (issue 31); it no longer ships. Per node: its kind,
+ * where it came from (the agent's work, the user, a rewind report, a block summary, an earlier
+ * compaction summary of ours or of another backend), its token price from DSH's meter, its
+ * visible chars, its call links and its block ids, a work node's fact chars (when its report
+ * facts were read, report-facts.js) and an earlier checkpoint's core. The rules of what the
+ * backend's own messages carry (`carriedText`, `carriedCore`, `knownFactChars`,
+ * `isOwnCheckpointSource`) are the plugin's, shared on purpose: the oracle checks how the
+ * session is described, not the summary's wording.
  */
 import { isCompactCheckpointSource } from '@deepseek-ai/dsh-compaction'
 
-import { isOwnCheckpointSource } from './source.js'
-import { visibleChars } from '../shared/meter.js'
-import { eventLog, isRewindReportSource } from '../shared/session.js'
-import { knownFactChars } from './report-facts.js'
-import { carriedCore, carriedText } from './summary.js'
+import { knownFactChars } from '../../plugin/compaction/report-facts.js'
+import { isOwnCheckpointSource } from '../../plugin/compaction/source.js'
+import { carriedCore, carriedText } from '../../plugin/compaction/summary.js'
+import { visibleChars } from '../../plugin/shared/meter.js'
+import { eventLog, isRewindReportSource } from '../../plugin/shared/session.js'
 
 /** @param {any} message */
 const textOf = (message) =>
@@ -28,12 +30,9 @@ const textOf = (message) =>
     .map((/** @type {any} */ b) => b.text)
     .join('')
 
-const FORMAT = 4
-const NODE_WORDS = 9
 const KIND = { other: 0, user: 1, assistant: 2, toolResult: 3 }
+/** The policy's sources (`fold_core::compaction::Source`). */
 export const SOURCE = Object.freeze({ work: 0, user: 1, rewindReport: 2, blockSummary: 3, compactionSummary: 4, foreignSummary: 5 })
-
-export { OWN_MARKER, isOwnCheckpointSource } from './source.js'
 
 /**
  * @typedef {object} EventFacts
@@ -51,8 +50,6 @@ class SessionFacts {
   bySeq = new Map()
   /** @type {Map<string, number>} call id → opener seq */
   openers = new Map()
-  /** @type {Map<string, number>} block id → number */
-  blockNumbers = new Map()
 }
 
 /** @param {any} event */
@@ -144,67 +141,53 @@ function blockIds(raw) {
 }
 
 /**
- * The compaction snapshot of `session` now.
+ * @typedef {object} PolicyNode what the policy reads of one surface node
+ * @property {number} seq
+ * @property {number} kind 0 other, 1 user, 2 assistant, 3 tool result
+ * @property {number} source one of `SOURCE`
+ * @property {number} origin
+ * @property {number} tokens DSH's meter's price
+ * @property {number} chars visible chars (an earlier checkpoint of ours: what a later one carries of it)
+ * @property {number} core an earlier checkpoint of ours: its core; else `chars`
+ * @property {number} link assistant: calls opened; tool result: 1 + opener seq (0 unknown)
+ * @property {string[] | null} blocks block ids (an assistant's block calls', a block summary's carried), null for none
+ * @property {number | null} facts a work node's fact chars, when its report facts were read after its step
+ */
+
+/**
+ * What the compaction policy must read of `session` now, node by node in model order.
  * @param {any} session
  * @param {{nodes: readonly {seq: number, tokens: number}[]}} measurement DSH's `tokenMeter.measure(session)`
- * @param {{anchors?: number[], blockToolName?: string}} [options] active marks' log lengths
- * @returns {Uint32Array}
+ * @param {{blockToolName?: string}} [options]
+ * @returns {PolicyNode[]}
  */
-export function compactionSnapshot(session, measurement, options = {}) {
+export function compactionFacts(session, measurement, options = {}) {
   const facts = new SessionFacts()
   const log = eventLog(session)
   const blockToolName = options.blockToolName ?? 'block_run_code'
   // Call ids are resolved against openers anywhere in the log (a result's call may be off the
-  // surface), as the mirror resolves them: every assistant event is read for its call ids.
+  // surface): every assistant event is read for its call ids.
   for (const event of log) if (event?.type === 'assistant/message') for (const b of event.data?.message?.content ?? []) if (b?.type === 'tool-call' && typeof b.id === 'string') facts.openers.set(b.id, event.seq)
   const nodes = session.surface.nodes
   const priced = measurement.nodes
-  if (priced.length !== nodes.length) throw new Error('compaction: the token meter\'s surface does not match the session surface')
-  const anchors = (options.anchors ?? []).filter((a) => Number.isInteger(a) && a >= 0)
-  /** @type {number[][]} */
-  const sets = []
-  /** @type {Map<string, number>} */
-  const setIndex = new Map()
-  const words = new Uint32Array(5 + anchors.length + nodes.length * NODE_WORDS)
-  words.set([FORMAT, log.length, 0, nodes.length, anchors.length])
-  words.set(anchors, 5)
-  let w = 5 + anchors.length
-  for (let i = 0; i < nodes.length; i++) {
-    const seq = nodes[i]
-    if (priced[i].seq !== seq) throw new Error('compaction: the token meter\'s surface does not match the session surface')
+  if (priced.length !== nodes.length) throw new Error('compaction oracle: the token meter\'s surface does not match the session surface')
+  return nodes.map((/** @type {number} */ seq, /** @type {number} */ i) => {
+    if (priced[i].seq !== seq) throw new Error('compaction oracle: the token meter\'s surface does not match the session surface')
     const f = describe(facts, log, seq, blockToolName)
-    let set = 0
-    if (f.blocks.length > 0) {
-      const members = f.blocks.map((id) => {
-        let k = facts.blockNumbers.get(id)
-        if (k === undefined) facts.blockNumbers.set(id, (k = facts.blockNumbers.size))
-        return k
-      })
-      const key = members.join(',')
-      let s = setIndex.get(key)
-      if (s === undefined) {
-        setIndex.set(key, (s = sets.length))
-        sets.push(members)
-      }
-      set = s + 1
-    }
-    words[w] = seq
-    words[w + 1] = f.kind | (f.source << 2)
-    words[w + 2] = f.link
-    words[w + 3] = f.origin
-    words[w + 4] = Math.min(priced[i].tokens, 0xffff_ffff)
-    words[w + 5] = f.chars
-    words[w + 6] = set
-    // A work node's fact chars, when its report facts were read after its step (0: unknown).
+    // A work node's fact chars, when its report facts were read after its step.
     const factChars = f.source === SOURCE.work ? knownFactChars(session, seq) : undefined
-    words[w + 7] = factChars === undefined ? 0 : Math.min(factChars, 0xffff_fffd) + 1
-    words[w + 8] = f.core
-    w += NODE_WORDS
-  }
-  const tail = [sets.length]
-  for (const s of sets) tail.push(s.length, ...s)
-  const out = new Uint32Array(words.length + tail.length)
-  out.set(words)
-  out.set(tail, words.length)
-  return out
+    const carries = f.kind === KIND.assistant || f.source === SOURCE.blockSummary
+    return {
+      seq,
+      kind: f.kind,
+      source: f.source,
+      origin: f.origin,
+      tokens: priced[i].tokens,
+      chars: f.chars,
+      core: f.core,
+      link: f.link,
+      blocks: carries && f.blocks.length > 0 ? f.blocks : null,
+      facts: factChars ?? null,
+    }
+  })
 }
