@@ -15,6 +15,7 @@ import { createRequire } from 'node:module'
 import path from 'node:path'
 import { describe, it } from 'node:test'
 import { readObjectFile } from '../scripts/objfile.mjs'
+import { recordBuilt } from '../scripts/build-targets.mjs'
 import { SUITES, checkHeaders, testTarget } from '../scripts/test-targets.mjs'
 import { MACOSX_DEPLOYMENT_TARGET, TARGETS, binaryName, findTarget, releaseCommand } from '../scripts/targets.mjs'
 import { APT } from '../scripts/target-tools.mjs'
@@ -168,6 +169,27 @@ describe('package.json and npm/<platform>/', () => {
     const ignored = spawnSync('git', ['check-ignore', '-q', 'target-cross/targets.json', 'npm/linux-arm64-gnu/dsh-fold.linux-arm64-gnu.node'], { cwd: ROOT })
     if (ignored.status === 128 || !existsSync(path.join(ROOT, '.git'))) return // not a git checkout: nothing to ignore
     assert.equal(ignored.status, 0, 'git must ignore target-cross/ and built binaries')
+  })
+})
+
+describe('bench/TARGETS.md, the record docs/building.md quotes', () => {
+  it('a cold build sets its cold time, a warm rebuild its warm time beside it; a failed build and the other targets keep their rows', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'dsh-fold-targets-record-'))
+    try {
+      const file = path.join(dir, 'TARGETS.md')
+      const x64 = /** @type {any} */ ({ triple: 'x86_64-unknown-linux-gnu', platform: 'linux-x64-gnu' })
+      const arm = /** @type {any} */ ({ triple: 'aarch64-unknown-linux-gnu', platform: 'linux-arm64-gnu' })
+      const rowOf = (/** @type {string} */ platform) => readFileSync(file, 'utf8').split('\n').find((l) => l.startsWith(`| ${platform} |`))?.split(' | ').slice(0, 5).join(' | ')
+      recordBuilt([{ ...arm, status: 'built', bytes: 2_113_088, seconds: 189.4, cold: true }, { ...x64, status: 'built', bytes: 2_307_640, seconds: 315.2, cold: true }], file)
+      assert.equal(rowOf('linux-x64-gnu'), '| linux-x64-gnu | `x86_64-unknown-linux-gnu` | 2,254 KiB (2,307,640 bytes) | 315 s | –')
+      recordBuilt([{ ...x64, status: 'built', bytes: 2_307_000, seconds: 76.1, cold: false }, { ...arm, status: 'failed', reason: 'linker missing' }], file)
+      assert.equal(rowOf('linux-x64-gnu'), '| linux-x64-gnu | `x86_64-unknown-linux-gnu` | 2,253 KiB (2,307,000 bytes) | 315 s | 76 s')
+      assert.equal(rowOf('linux-arm64-gnu'), '| linux-arm64-gnu | `aarch64-unknown-linux-gnu` | 2,064 KiB (2,113,088 bytes) | 189 s | –')
+      const order = readFileSync(file, 'utf8').split('\n').filter((l) => /^\| linux-/.test(l)).map((l) => l.split(' | ')[0])
+      assert.deepEqual(order, ['| linux-x64-gnu', '| linux-arm64-gnu'], 'rows in scripts/targets.mjs order')
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })
 

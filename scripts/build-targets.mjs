@@ -15,7 +15,9 @@
  * Each target is built once per run; one failing build does not stop the others. The outcome of
  * every target (built or why not, seconds, bytes, the command) goes to
  * `target-cross/targets.json`, which `npm run test:targets` reads; the exit code is non-zero when
- * a target that should build here did not.
+ * a target that should build here did not. Run as `npm run build:targets`, it also records each
+ * built target's size and build time (from an empty `target-cross/`, or warm) in the committed
+ * `bench/TARGETS.md`, the table docs/building.md quotes (its docs test holds them to it).
  *
  *   node scripts/build-targets.mjs [TARGET...]           TARGET: a triple or platform; default all
  *   node scripts/build-targets.mjs --tools TARGET...     install the tools only; prints the folder
@@ -32,6 +34,8 @@ import { TARGETS, binaryName, findTarget, releaseCommand } from './targets.mjs'
 
 export const CROSS_DIR = path.join(ROOT, 'target-cross')
 export const MANIFEST = path.join(CROSS_DIR, 'targets.json')
+/** The committed record of what the last `npm run build:targets` of each target measured. */
+export const RECORD = path.join(ROOT, 'bench', 'TARGETS.md')
 
 /**
  * @typedef {object} BuildResult
@@ -45,6 +49,7 @@ export const MANIFEST = path.join(CROSS_DIR, 'targets.json')
  * @property {number} [seconds] build time, tools excluded
  * @property {string} [reason] why it did not build
  * @property {Record<string, number>} [tools] seconds spent installing tools for it
+ * @property {boolean} [cold] built from an empty `target-cross/<triple>/` (no earlier build to reuse)
  */
 
 /** Reads the last build's outcomes (empty when none). @returns {Record<string, BuildResult>} */
@@ -103,6 +108,7 @@ export function buildTarget(target) {
   }
   const tools = Object.fromEntries(Object.entries(installSeconds).map(([k, v]) => [k, v - (before[k] ?? 0)]).filter(([, v]) => Number(v) > 0))
 
+  const cold = !existsSync(path.join(CROSS_DIR, target.triple))
   const out = path.join(CROSS_DIR, 'napi-out', target.platform)
   rmSync(out, { recursive: true, force: true })
   mkdirSync(out, { recursive: true })
@@ -134,7 +140,37 @@ export function buildTarget(target) {
   const bytes = statSync(binary).size
   const sha256 = createHash('sha256').update(readFileSync(binary)).digest('hex')
   log(`${target.platform}: built in ${seconds.toFixed(0)} s → ${path.relative(ROOT, binary)} (${(bytes / 1024).toFixed(0)} KiB)`)
-  return { ...base, status: 'built', binary: path.relative(ROOT, binary), bytes, sha256, seconds, tools }
+  return { ...base, status: 'built', binary: path.relative(ROOT, binary), bytes, sha256, seconds, tools, cold }
+}
+
+const RECORD_HEAD = `# Prebuilt targets as built here
+
+> Written by \`npm run build:targets\` (scripts/build-targets.mjs): each target's row is replaced when it is built. Size of the binary; build time with tools installed, from an empty \`target-cross/\` (cold) and with it warm (the last rebuild). docs/building.md quotes these figures; its docs test holds them to this table.
+
+| platform | triple | size | cold build | warm build | built |
+|---|---|---|---|---|---|
+`
+
+/**
+ * Replaces the rows of `results`' built targets in bench/TARGETS.md (a cold build sets the cold
+ * time, a warm one the warm time; the other is kept). A target that did not build keeps its row.
+ * @param {BuildResult[]} results
+ * @param {string} [file] the record (bench/TARGETS.md; a test passes its own)
+ */
+export function recordBuilt(results, file = RECORD) {
+  const rows = new Map()
+  if (existsSync(file)) {
+    for (const line of readFileSync(file, 'utf8').split('\n').filter((l) => /^\| [a-z0-9-]+ \| `/.test(l))) rows.set(line.split('|')[1].trim(), line.split('|').slice(1, -1).map((c) => c.trim()))
+  }
+  const commit = spawnSync('git', ['rev-parse', '--short=12', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).stdout.trim()
+  for (const r of results.filter((x) => x.status === 'built')) {
+    const old = rows.get(r.platform) ?? [r.platform, `\`${r.triple}\``, '', '–', '–', '']
+    const time = `${Math.round(r.seconds ?? 0)} s`
+    rows.set(r.platform, [r.platform, `\`${r.triple}\``, `${Math.round((r.bytes ?? 0) / 1024).toLocaleString('en')} KiB (${(r.bytes ?? 0).toLocaleString('en')} bytes)`, r.cold ? time : old[3], r.cold ? old[4] : time, `${new Date().toISOString().slice(0, 10)}, commit \`${commit}\``])
+  }
+  const order = TARGETS.map((t) => t.platform)
+  const lines = [...rows.values()].sort((a, b) => order.indexOf(a[0]) - order.indexOf(b[0])).map((c) => `| ${c.join(' | ')} |`)
+  writeFileSync(file, `${RECORD_HEAD}${lines.join('\n')}\n`)
 }
 
 /**
@@ -169,6 +205,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     process.exit(0)
   }
   const results = buildTargets(targets)
+  recordBuilt(results)
   console.log('\ntarget                      status       seconds  size')
   for (const r of results) {
     const size = r.bytes ? `${(r.bytes / 1024).toFixed(0)} KiB` : ''

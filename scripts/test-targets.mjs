@@ -49,7 +49,7 @@ export const SUITES = {
   ci: ['addon', 'plugin'],
   /**
    * Under qemu, everything that needs no DSH host and has no wall-clock limit: cli.test.mjs kills
-   * each command after 20 s (its parallel commands take longer emulated on 2 cores).
+   * each command after 120 s (its parallel commands take longer emulated on 2 cores).
    */
   emulated: ['addon', 'store', 'fold', 'report', 'plugin'],
   /** At native speed on a POSIX system: every suite that needs no DSH host. */

@@ -6,8 +6,10 @@
  * and ignores the variable (__test__/faults.test.mjs proves it).
  *
  * `npm test` (scripts/test.mjs) builds it before the suites run, into `target-faults/addon/`
- * (ignored by git: `/target-*`); a suite run on its own builds it on first use, so a fault test
- * never skips. Tests load it in a child process or worker through the generated loader's
+ * (ignored by git: `/target-*`); a suite run on its own builds it on first use, so in a checkout
+ * a fault test never skips. `npm run test:targets` runs some suites from an installed copy of the
+ * package, which has no sources to build it from: there `FAULTS_UNAVAILABLE` says why they skip
+ * (they test the faults build, and the binary under test there is a release one). Tests load it in a child process or worker through the generated loader's
  * documented override, `NAPI_RS_NATIVE_LIBRARY_PATH`: the code under test is the package's own
  * `index.js` and plugin, only the binary differs.
  */
@@ -29,6 +31,15 @@ export const FAULTS_BUILD_ARGS = ['build', '--platform', '--features', 'test-fau
 
 /** The napi-rs CLI's entry (it exports no path to its bin). */
 export const napiCli = () => path.join(path.dirname(require.resolve('@napi-rs/cli/package.json')), 'dist', 'cli.js')
+
+/**
+ * Why the faults addon cannot be built here (a skip reason), or false in a checkout: an installed
+ * copy of the package (what test:targets runs) has no Cargo sources.
+ * @type {string | false}
+ */
+export const FAULTS_UNAVAILABLE = existsSync(path.join(root, 'Cargo.toml'))
+  ? false
+  : 'an installed copy of the package has no sources to build the faults addon from; the checkout\'s npm test runs this test'
 
 let built = false
 

@@ -1,5 +1,6 @@
 //! The compaction policy, all of it, in this file: which head range of the surface a compaction
-//! replaces, and what its summary is made of. The `dsh-fold/compaction` backend
+//! replaces (the cut), and what its summary is made of (the allocation). What it reads, and how
+//! the session mirror hands that over, is `input.rs`. The `dsh-fold/compaction` backend
 //! (`plugin/compaction/`) asks it under token pressure, on a provider's context overflow and for
 //! `/compact`; DSH's own `compaction-basic` cuts at a token budget instead.
 //!
@@ -76,10 +77,13 @@
 
 use std::collections::HashMap;
 
+mod input;
+
+pub use input::{CompactionNode, CompactionSurface, MirrorOverlay, Source};
+
 use crate::error::{FoldError, Result};
-use crate::mirror::{Mirror, Source as MirrorSource};
 use crate::report::default_max_chars;
-use crate::surface::{Kind, Link, Linked, Pairing};
+use crate::surface::Kind;
 
 /// Chars per token of the host's meter (DSH's `estimateMessage`).
 pub const CHARS_PER_TOKEN: u64 = 4;
@@ -101,297 +105,7 @@ pub const STATE_CHARS: u64 = 720;
 /// The least room the train of thought claims beside the work reports (rule 7).
 pub const THOUGHT_FLOOR: u64 = 400;
 
-/// Where a node came from: what the policy may do with it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Source {
-    /// The agent's work: assistant messages, tool results, anything else appended.
-    Work,
-    /// A message from the user's side (a prompt, workspace instructions).
-    User,
-    /// A rewind report (the model's fold of a marked exploration).
-    RewindReport,
-    /// A block summary (the model's own summary of closed blocks).
-    BlockSummary,
-    /// An earlier compaction summary of this backend.
-    CompactionSummary,
-    /// Another backend's compaction summary (DSH's `compaction-basic`).
-    ForeignSummary,
-}
-
-impl Source {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Work => "work",
-            Self::User => "user",
-            Self::RewindReport => "rewind-report",
-            Self::BlockSummary => "block-summary",
-            Self::CompactionSummary => "compaction-summary",
-            Self::ForeignSummary => "foreign-summary",
-        }
-    }
-
-    /// Model-written text carried as written.
-    pub fn is_model_written(self) -> bool {
-        matches!(
-            self,
-            Self::RewindReport | Self::BlockSummary | Self::CompactionSummary | Self::ForeignSummary
-        )
-    }
-
-    /// The order in which verbatim items degrade to pointers (lower first): another backend's
-    /// summary, then the model's reports and block summaries, then our earlier summaries (what
-    /// they carry is the user's words and the model's text) and the user's messages.
-    fn degrade_rank(self) -> u8 {
-        match self {
-            Self::ForeignSummary => 0,
-            Self::RewindReport | Self::BlockSummary => 1,
-            Self::CompactionSummary | Self::User => 2,
-            Self::Work => 3,
-        }
-    }
-
-    /// An earlier compaction summary (ours or another backend's).
-    fn is_summary(self) -> bool {
-        matches!(self, Self::CompactionSummary | Self::ForeignSummary)
-    }
-}
-
-/// One surface node's facts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CompactionNode {
-    pub seq: u32,
-    pub kind: Kind,
-    pub source: Source,
-    /// Smallest event seq the node stands for (a replacement: its sources').
-    pub origin: u32,
-    /// The host meter's price of the node's message.
-    pub tokens: u32,
-    /// Model-visible chars (UTF-16 units).
-    pub chars: u32,
-    /// Assistant nodes: tool calls opened.
-    pub opens: u32,
-    /// Tool results: the seq of the assistant node that opened the call.
-    pub opener: Option<u32>,
-    /// The node's block id set (index into the snapshot's sets): an assistant node's
-    /// `block_run_code` ids, a block summary's carried ids.
-    pub set: Option<u32>,
-    /// Work nodes: the chars the extractive report would copy of the node's named paths,
-    /// commands and error lines (an upper bound: repeats across nodes count each time), when
-    /// the host knows it (rule 6).
-    pub facts: Option<u32>,
-    /// An earlier compaction summary of ours: its chars with every report and summary it carries
-    /// as a one-line pointer (its core, rule 6); any other node: `chars`.
-    pub core: u32,
-}
-
-impl CompactionNode {
-    /// A node standing for its own event, linked to nothing.
-    pub fn new(seq: u32, kind: Kind, source: Source, tokens: u32, chars: u32) -> Self {
-        Self {
-            seq,
-            kind,
-            source,
-            origin: seq,
-            tokens,
-            chars,
-            opens: 0,
-            opener: None,
-            set: None,
-            facts: None,
-            core: chars,
-        }
-    }
-}
-
-impl Linked for CompactionNode {
-    fn link(&self) -> Link {
-        Link::new(self.seq, self.kind, self.opens, self.opener)
-    }
-}
-
-/// What the policy needs that the session mirror does not keep (see
-/// [`CompactionSurface::from_mirror`]), given by the host beside it.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct MirrorOverlay<'a> {
-    /// Per surface node in model order: 0 unknown, else 1 + a work node's fact chars (rule 6);
-    /// empty: all unknown.
-    pub facts: &'a [u32],
-    /// `(seq, chars, core)` of each earlier checkpoint of ours on the surface: what a later
-    /// checkpoint carries of it, and its core (rule 6).
-    pub ours: &'a [u32],
-    /// Seqs of the injected messages that are a plugin's transient notes (a turn guard's
-    /// warning): work to condense, not words to carry (the mirror calls them injected, as it
-    /// does workspace instructions).
-    pub notes: &'a [u32],
-}
-
-/// The policy's input, validated: the surface's facts as the mirror hands them over.
-#[derive(Debug, Clone)]
-pub struct CompactionSurface {
-    pub event_count: u32,
-    /// Log lengths at which the active checkpoint marks were taken.
-    pub anchors: Vec<u32>,
-    pub nodes: Vec<CompactionNode>,
-    /// Block id sets: each a list of block numbers (the host interns ids; only identity counts).
-    pub sets: Vec<Vec<u32>>,
-    pairing: Pairing,
-}
-
-fn bad(what: impl std::fmt::Display) -> FoldError {
-    FoldError::invalid(format!("invalid compaction snapshot: {what}"))
-}
-
 impl CompactionSurface {
-    /// A surface from facts; the pairing indexes are derived and checked.
-    ///
-    /// # Errors
-    /// `INVALID_ARGUMENT` as [`CompactionSurface::decode`] says.
-    pub fn new(event_count: u32, anchors: Vec<u32>, nodes: Vec<CompactionNode>, sets: Vec<Vec<u32>>) -> Result<Self> {
-        for (i, node) in nodes.iter().enumerate() {
-            if node.origin > node.seq {
-                return Err(bad(format!(
-                    "node {i}: origin {} is after its seq {}",
-                    node.origin, node.seq
-                )));
-            }
-            if let Some(k) = node.set {
-                if k as usize >= sets.len() {
-                    return Err(bad(format!("node {i}: set {k} of {} sets", sets.len())));
-                }
-                let carries = node.kind == Kind::Assistant || node.source == Source::BlockSummary;
-                if !carries {
-                    return Err(bad(format!(
-                        "node {i}: only assistant nodes and block summaries carry block ids"
-                    )));
-                }
-            }
-            if node.core > node.chars || (node.core < node.chars && node.source != Source::CompactionSummary) {
-                return Err(bad(format!(
-                    "node {i}: core {} of {} chars (only an earlier compaction summary has a smaller core)",
-                    node.core, node.chars
-                )));
-            }
-            if node.facts.is_some() && node.source != Source::Work {
-                return Err(bad(format!("node {i}: only work nodes carry fact sizes")));
-            }
-            if node.source != Source::Work && node.kind != Kind::User {
-                return Err(bad(format!(
-                    "node {i}: a {:?} node cannot be a {}",
-                    node.kind,
-                    node.source.as_str()
-                )));
-            }
-        }
-        if let Some(k) = sets.iter().position(Vec::is_empty) {
-            return Err(bad(format!("set {k} is empty")));
-        }
-        let pairing = Pairing::build(event_count, &nodes).map_err(bad)?;
-        Ok(Self {
-            event_count,
-            anchors,
-            nodes,
-            sets,
-            pairing,
-        })
-    }
-
-    /// The policy's input read off the session mirror, which describes the surface as it is
-    /// (the warm path: no pass over the session), with what the mirror does not keep given
-    /// beside it ([`MirrorOverlay`]). The mirror's provenance maps onto the policy's sources: the
-    /// user's and injected messages (workspace instructions) are the user's side but for the
-    /// plugin notes the overlay lists, a rewind report and a block summary are carried as
-    /// written, a compaction summary is ours when the overlay lists it (its carried chars and
-    /// core given there) and another backend's otherwise, anything else (model messages, tool
-    /// results, rewritten results, block mode's notices, plugin notes) is work. A node the meter
-    /// did not price is priced at 4 chars a token.
-    ///
-    /// # Errors
-    /// `INVALID_ARGUMENT` when the mirror is out of step with its session, the overlay does not
-    /// fit it (fact sizes not one per surface node, a listed checkpoint that is not a compaction
-    /// summary on the surface, a core larger than its chars), or its facts fail
-    /// [`CompactionSurface::new`]'s checks.
-    pub fn from_mirror(mirror: &Mirror, anchors: Vec<u32>, overlay: &MirrorOverlay<'_>) -> Result<Self> {
-        if let Some(why) = mirror.broken() {
-            return Err(FoldError::invalid(format!("the session mirror is out of step: {why}")));
-        }
-        let n = mirror.len();
-        if !overlay.facts.is_empty() && overlay.facts.len() != n {
-            return Err(FoldError::invalid(format!(
-                "facts holds {} words for {n} surface nodes (one each, or none)",
-                overlay.facts.len()
-            )));
-        }
-        if !overlay.ours.len().is_multiple_of(3) {
-            return Err(FoldError::invalid(format!(
-                "ours holds {} words, not (seq, chars, core) triples",
-                overlay.ours.len()
-            )));
-        }
-        let mut ours: HashMap<u32, (u32, u32)> = HashMap::new();
-        for t in overlay.ours.chunks_exact(3) {
-            if t[2] > t[1] {
-                return Err(FoldError::invalid(format!(
-                    "our checkpoint at seq {}: core {} is larger than its {} chars",
-                    t[0], t[2], t[1]
-                )));
-            }
-            ours.insert(t[0], (t[1], t[2]));
-        }
-        let notes: std::collections::HashSet<u32> = overlay.notes.iter().copied().collect();
-        let mut sets: Vec<Vec<u32>> = Vec::new();
-        let mut index: HashMap<u32, u32> = HashMap::new();
-        let mut nodes = Vec::with_capacity(n);
-        for (pos, v) in mirror.nodes(0..n).enumerate() {
-            let mine = ours.remove(&v.seq);
-            let source = match (v.kind, v.source) {
-                (Kind::User, MirrorSource::Injected) if notes.contains(&v.seq) => Source::Work,
-                (Kind::User, MirrorSource::User | MirrorSource::Injected) => Source::User,
-                (Kind::User, MirrorSource::RewindReport { .. }) => Source::RewindReport,
-                (Kind::User, MirrorSource::BlockSummary) => Source::BlockSummary,
-                (Kind::User, MirrorSource::CompactionSummary) if mine.is_some() => Source::CompactionSummary,
-                (Kind::User, MirrorSource::CompactionSummary) => Source::ForeignSummary,
-                _ => Source::Work,
-            };
-            if mine.is_some() && source != Source::CompactionSummary {
-                return Err(FoldError::invalid(format!(
-                    "seq {} is listed as our checkpoint but is not a compaction summary",
-                    v.seq
-                )));
-            }
-            let carries = v.kind == Kind::Assistant || source == Source::BlockSummary;
-            let set = v.ids.filter(|_| carries).map(|k| {
-                *index.entry(k).or_insert_with(|| {
-                    sets.push(mirror.set(k).to_vec());
-                    sets.len() as u32 - 1
-                })
-            });
-            let (chars, core) = mine.unwrap_or((v.chars, v.chars));
-            let facts = match overlay.facts.get(pos) {
-                Some(&f) if f > 0 && source == Source::Work => Some(f - 1),
-                _ => None,
-            };
-            nodes.push(CompactionNode {
-                seq: v.seq,
-                kind: v.kind,
-                source,
-                origin: v.origin,
-                tokens: v.tokens.unwrap_or(v.chars / CHARS_PER_TOKEN as u32 + 4),
-                chars,
-                opens: v.opens,
-                opener: v.opener,
-                set,
-                facts,
-                core,
-            });
-        }
-        if let Some(seq) = ours.keys().min() {
-            return Err(FoldError::invalid(format!(
-                "seq {seq} is listed as our checkpoint but is not on the surface"
-            )));
-        }
-        Self::new(mirror.event_count(), anchors, nodes, sets)
-    }
-
     /// Whether the cut before position `c` leaves every call with its result (rule 1), for
     /// every `c` in `0..=n`.
     pub fn valid_cuts(&self) -> Vec<bool> {
@@ -851,7 +565,10 @@ fn share(room: u64, claims: &[(u64, u64)]) -> Vec<u64> {
         .collect()
 }
 
-/// Builds the items of `[0, c)` and fits them to `budget` (rules 5 and 6).
+/// Rule 6 for the range `[s, c)`: its items (rule 5), degraded until the work fits at its
+/// smallest, then the room shared in the rule's order — the new work's facts and the train of
+/// thought (rule 7), what earlier checkpoints of ours carried, the reports' growth — and the
+/// summary's price. Each step is a function below, named for its part of the rule.
 fn allocate(
     surface: &CompactionSurface,
     params: &Params,
@@ -861,6 +578,46 @@ fn allocate(
     splits: Splits,
 ) -> Plan {
     let nodes = &surface.nodes[s..c];
+    let mut items = items_of(nodes, s, params);
+    let mut degraded = degrade_to_fit(&mut items, budget);
+    let live = work_runs(&items);
+    let room = budget
+        .saturating_sub(fixed_chars(&items))
+        .saturating_sub(live.len() as u64 * ITEM_HEADER_CHARS);
+    let (mut work, thought_room, room) = claim_facts(surface, params, &items, &live, room);
+    let thought = split_thought(params, thought_room.saturating_sub(ITEM_HEADER_CHARS));
+    let (room, trimmed) = give_back_carried(&mut items, room);
+    degraded += trimmed;
+    grow_reports(&items, &live, &mut work, room, thought_chars(&thought));
+    for (j, &k) in live.iter().enumerate() {
+        items[k].treatment = Treatment::Condense {
+            max_chars: u32::try_from(work[j]).unwrap_or(u32::MAX),
+        };
+    }
+    let body: u64 = FRAME_CHARS + items.iter().map(item_size).sum::<u64>() + thought_chars(&thought);
+    // The summary is one user message with text blocks: the meter adds a few tokens of framing.
+    let summary_tokens = body.div_ceil(CHARS_PER_TOKEN) + 8;
+    let projected_tokens = params.total_tokens.saturating_sub(range_tokens) + summary_tokens;
+    let relieves = params.trigger != Trigger::Pressure || projected_tokens < params.threshold_tokens;
+    Plan {
+        start_pos: s,
+        end_pos: c,
+        seqs: nodes.iter().map(|n| n.seq).collect(),
+        range_tokens,
+        budget_chars: budget,
+        items,
+        summary_tokens,
+        projected_tokens,
+        relieves,
+        splits,
+        degraded,
+        thought,
+    }
+}
+
+/// Rule 5: the range's nodes (the first at surface position `s`) as the summary's items, each
+/// maximal run of work one item to condense, a paste longer than `paste_chars` cut.
+fn items_of(nodes: &[CompactionNode], s: usize, params: &Params) -> Vec<Item> {
     // `/compact` carries what it takes whole; under pressure and on overflow an earlier
     // checkpoint of ours may be trimmed to its core.
     let trimmable = params.trigger != Trigger::Manual;
@@ -896,52 +653,62 @@ fn allocate(
             }
         }
     }
-    let size = |item: &Item| -> u64 {
-        ITEM_HEADER_CHARS
-            + match item.treatment {
-                Treatment::Verbatim => item.chars,
-                Treatment::Cut { head, tail } => u64::from(head) + u64::from(tail) + CUT_MARKER_CHARS,
-                Treatment::Condense { max_chars } | Treatment::Trim { max_chars } => u64::from(max_chars),
-                Treatment::Pointer => POINTER_CHARS,
-            }
-    };
-    // What the items other than work take at their smallest without degrading: an earlier
-    // checkpoint of ours at its core.
-    let fixed = |items: &[Item]| -> u64 {
-        FRAME_CHARS
-            + items
-                .iter()
-                .filter(|it| it.source != Source::Work)
-                .map(|it| match it.treatment {
-                    Treatment::Verbatim => ITEM_HEADER_CHARS + it.core,
-                    _ => size(it),
-                })
-                .sum::<u64>()
-    };
-    let runs = |items: &[Item]| -> Vec<usize> {
-        (0..items.len())
-            .filter(|&k| items[k].source == Source::Work && items[k].treatment != Treatment::Pointer)
-            .collect()
-    };
+    items
+}
+
+/// An item's size in the summary, with its header.
+fn item_size(item: &Item) -> u64 {
+    ITEM_HEADER_CHARS
+        + match item.treatment {
+            Treatment::Verbatim => item.chars,
+            Treatment::Cut { head, tail } => u64::from(head) + u64::from(tail) + CUT_MARKER_CHARS,
+            Treatment::Condense { max_chars } | Treatment::Trim { max_chars } => u64::from(max_chars),
+            Treatment::Pointer => POINTER_CHARS,
+        }
+}
+
+/// What the items other than work take at their smallest without degrading (an earlier
+/// checkpoint of ours at its core), with the summary's frame.
+fn fixed_chars(items: &[Item]) -> u64 {
+    FRAME_CHARS
+        + items
+            .iter()
+            .filter(|it| it.source != Source::Work)
+            .map(|it| match it.treatment {
+                Treatment::Verbatim => ITEM_HEADER_CHARS + it.core,
+                _ => item_size(it),
+            })
+            .sum::<u64>()
+}
+
+/// The work runs still condensed (not pointers), by item index.
+fn work_runs(items: &[Item]) -> Vec<usize> {
+    (0..items.len())
+        .filter(|&k| items[k].source == Source::Work && items[k].treatment != Treatment::Pointer)
+        .collect()
+}
+
+/// Degrades items to pointers until the work fits `budget` at its smallest: verbatim items
+/// first, cheapest loss first and oldest first, then the oldest work runs. The count degraded.
+fn degrade_to_fit(items: &mut [Item], budget: u64) -> u32 {
     let mut degraded = 0u32;
-    // Degrade verbatim items, cheapest loss first, oldest first, until the work fits at its smallest.
     let mut order: Vec<usize> = (0..items.len()).filter(|&k| items[k].source != Source::Work).collect();
     order.sort_by_key(|&k| (items[k].source.degrade_rank(), k));
     let mut next = order.into_iter();
     loop {
-        let work = runs(&items).len() as u64;
-        if fixed(&items) + work * (ITEM_HEADER_CHARS + MIN_WORK_CHARS) <= budget {
+        let work = work_runs(items).len() as u64;
+        if fixed_chars(items) + work * (ITEM_HEADER_CHARS + MIN_WORK_CHARS) <= budget {
             break;
         }
         if let Some(k) = next.next() {
-            if size(&items[k]) > ITEM_HEADER_CHARS + POINTER_CHARS {
+            if item_size(&items[k]) > ITEM_HEADER_CHARS + POINTER_CHARS {
                 items[k].treatment = Treatment::Pointer;
                 degraded += 1;
             }
             continue;
         }
         // Only work left: the oldest runs become pointers.
-        match runs(&items).first() {
+        match work_runs(items).first() {
             Some(&k) => {
                 items[k].treatment = Treatment::Pointer;
                 degraded += 1;
@@ -949,28 +716,37 @@ fn allocate(
             None => break,
         }
     }
-    let live = runs(&items);
-    let mut room = budget
-        .saturating_sub(fixed(&items))
-        .saturating_sub(live.len() as u64 * ITEM_HEADER_CHARS);
-    // First the new work's facts: each report up to its need.
-    let visible: Vec<u64> = live.iter().map(|&k| items[k].chars).collect();
+    degraded
+}
+
+/// First claim on `room`: each live work report up to its need (rule 6), and the train of
+/// thought beside them (rule 7) when the range has work. The reports' shares, the thought's
+/// room, and the room left.
+fn claim_facts(
+    surface: &CompactionSurface,
+    params: &Params,
+    items: &[Item],
+    live: &[usize],
+    room: u64,
+) -> (Vec<u64>, u64, u64) {
     let need: Vec<u64> = live
         .iter()
         .map(|&k| work_need(&surface.nodes[items[k].start_pos..items[k].end_pos]))
         .collect();
     let mut claims: Vec<(u64, u64)> = need.iter().map(|&x| (x.min(MIN_WORK_CHARS), x)).collect();
-    // Rule 7: the train of thought claims its room beside the reports' facts, when the range
-    // has work and room is left for its heading.
     let want = if live.is_empty() { 0 } else { thought_want(params) };
     claims.push((want.min(THOUGHT_FLOOR), want));
     let mut work = share(room, &claims);
     let thought_room = work.pop().unwrap_or(0);
-    room = room.saturating_sub(work.iter().sum::<u64>() + thought_room);
-    let thought = split_thought(params, thought_room.saturating_sub(ITEM_HEADER_CHARS));
-    // Then what the earlier checkpoints of ours carried, the newest first.
-    for k in (0..items.len()).rev() {
-        let item = &mut items[k];
+    let left = room.saturating_sub(work.iter().sum::<u64>() + thought_room);
+    (work, thought_room, left)
+}
+
+/// Then what the earlier checkpoints of ours carried, the newest first: each gets back what
+/// `room` allows, trimmed where it falls short. The room left and the count trimmed.
+fn give_back_carried(items: &mut [Item], mut room: u64) -> (u64, u32) {
+    let mut trimmed = 0u32;
+    for item in items.iter_mut().rev() {
         if item.source != Source::CompactionSummary || item.treatment != Treatment::Verbatim || item.core == item.chars
         {
             continue;
@@ -981,61 +757,42 @@ fn allocate(
             item.treatment = Treatment::Trim {
                 max_chars: u32::try_from(item.core + back).unwrap_or(u32::MAX),
             };
-            degraded += 1;
+            trimmed += 1;
         }
     }
-    // Last, with room to spare, a report may grow to half again its natural size: the
-    // extractive report keeps more of its lowest-priority facts. The train of thought takes its
-    // room out of that growth: the model's own words are worth more than the reports' least
-    // facts, and the checkpoint is no larger for them than its reports would have grown.
+    (room, trimmed)
+}
+
+/// The train of thought's chars in the summary, with its header (none without content).
+fn thought_chars(thought: &Thought) -> u64 {
+    if thought.total() > 0 {
+        ITEM_HEADER_CHARS + thought.total()
+    } else {
+        0
+    }
+}
+
+/// Last, with room to spare, a report may grow to half again its natural size (less than its
+/// visible size): the extractive report keeps more of its lowest-priority facts. The train of
+/// thought (`thought_chars`) takes its room out of that growth: the model's own words are worth
+/// more than the reports' least facts, and the checkpoint is no larger for them than its reports
+/// would have grown.
+fn grow_reports(items: &[Item], live: &[usize], work: &mut [u64], room: u64, thought_chars: u64) {
     let grow: Vec<(u64, u64)> = live
         .iter()
         .enumerate()
         .map(|(j, &k)| {
             let natural = natural_work(items[k].chars);
-            let target = (natural + natural / 2).min(visible[j].saturating_sub(1)).max(work[j]);
+            let target = (natural + natural / 2)
+                .min(items[k].chars.saturating_sub(1))
+                .max(work[j]);
             (0, target - work[j])
         })
         .collect();
     let growth: u64 = grow.iter().map(|g| g.1).sum();
-    let thought_chars = if thought.total() > 0 {
-        ITEM_HEADER_CHARS + thought.total()
-    } else {
-        0
-    };
     let room = room.min(growth.saturating_sub(thought_chars));
     for (j, extra) in share(room, &grow).into_iter().enumerate() {
         work[j] += extra;
-    }
-    for (j, &k) in live.iter().enumerate() {
-        items[k].treatment = Treatment::Condense {
-            max_chars: u32::try_from(work[j]).unwrap_or(u32::MAX),
-        };
-    }
-    let body: u64 = FRAME_CHARS
-        + items.iter().map(size).sum::<u64>()
-        + if thought.total() > 0 {
-            ITEM_HEADER_CHARS + thought.total()
-        } else {
-            0
-        };
-    // The summary is one user message with text blocks: the meter adds a few tokens of framing.
-    let summary_tokens = body.div_ceil(CHARS_PER_TOKEN) + 8;
-    let projected_tokens = params.total_tokens.saturating_sub(range_tokens) + summary_tokens;
-    let relieves = params.trigger != Trigger::Pressure || projected_tokens < params.threshold_tokens;
-    Plan {
-        start_pos: s,
-        end_pos: c,
-        seqs: nodes.iter().map(|n| n.seq).collect(),
-        range_tokens,
-        budget_chars: budget,
-        items,
-        summary_tokens,
-        projected_tokens,
-        relieves,
-        splits,
-        degraded,
-        thought,
     }
 }
 
