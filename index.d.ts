@@ -133,7 +133,7 @@ export declare class SessionMirror {
   constructor()
   /**
    * Describes the next events of the log: `words[0..length]` (all of `words` when `length` is
-   * absent) holds one record after another (format: `crates/fold-core/src/mirror.rs`). A record
+   * absent) holds one record after another (format: `crates/fold-core/src/mirror/mod.rs`). A record
    * out of step throws `INVALID_ARGUMENT` and leaves the mirror broken until rebuilt.
    */
   push(words: Uint32Array, length?: number | undefined | null): void

@@ -9,6 +9,8 @@ import { fileURLToPath } from 'node:url'
 
 import { decodeStorageRecord, SESSION_FORMAT_VERSION } from '@deepseek-ai/dsh-session'
 
+import { WORDS } from '../plugin/fold/words.js'
+import { hintLine } from '../plugin/recall/hint.js'
 import { readSessionLog } from '../bin/session-log.mjs'
 import { Transcript } from '../bin/transcript.mjs'
 
@@ -27,7 +29,24 @@ describe('try\'s transcript', () => {
     const replacement = events.find((e) => e.type === 'user/message' && e.data?.source?.plugin === 'rewind' && e.surfaceOp?.op === 'replace')
     const messageChars = replacement.data.content[0].text.length
     assert.ok(messageChars > reported, 'the fixture\'s report message carries the hint line after the report')
-    assert.equal(foldLine, `  ⤷ fold of mark 1: 4 surface nodes (seq 34..47) replaced by a ${reported}-char report (and recall's hint line: ${messageChars} chars in all); the model reads from now on:`)
+    assert.equal(foldLine, `  ⤷ fold of mark 1: 4 surface nodes (seq 34..47) replaced by a ${reported}-char report (with recall's hint line: ${messageChars} chars in all); the model reads from now on:`)
     assert.equal(transcript.summary().folds[0].reportChars, reported, '--json gives the same figure')
+  })
+
+  test('a framed report (round 4: the plugin writes a frame above the report) is given the report\'s own size; the frame and the hint line are named as what the rest is', () => {
+    const report = '## Findings\n- `greet.js` prefers displayName.\n\n## Recommended Next Step\n- Fix the default.'
+    const frame = WORDS.en.frame({ id: 1, objective: 'find why main.js greets the wrong person' }, true)
+    const cases = [
+      { text: `${frame}\n\n${report}\n\n${hintLine('recall', { fold: 1 })}`, rest: "with its frame and recall's hint line" },
+      { text: `${frame}\n\n${report}`, rest: 'with its frame' },
+    ]
+    for (const { text, rest } of cases) {
+      const transcript = new Transcript()
+      const lines = transcript.add([
+        { seq: 9, type: 'user/message', data: { role: 'user', content: [{ type: 'text', text }], source: { kind: 'plugin', plugin: 'rewind', markId: 1 } }, surfaceOp: { op: 'replace', start: 3, end: 7 }, sourceEventSeqs: [3, 4, 5, 6, 7] },
+      ])
+      assert.equal(lines[0], `  ⤷ fold of mark 1: 5 surface nodes (seq 3..7) replaced by a ${report.length}-char report (${rest}: ${text.length} chars in all); the model reads from now on:`)
+      assert.equal(transcript.summary().folds[0].reportChars, report.length)
+    }
   })
 })

@@ -129,7 +129,7 @@ describe('dsh-fold try on a real installed host', { skip: SKIP }, () => {
       /→ read \{"file_path":"src\/main\.js"\}\n {2}→ grep \{"pattern":"name","path":"src"\}/,
       /← bash: Hello, Adda!/,
       /→ rewind \{\}/,
-      /⤷ fold of mark 1: \d+ surface nodes \(seq \d+\.\.\d+\) replaced by a \d+-char report \(and recall's hint line: \d+ chars in all\); the model reads from now on:\n {4}│ \[Checkpoint 1 — find why node src\/main\.js greets the wrong person\] A report extracted from that investigation's steps;[^\n]*\n {4}│\s*\n {4}│ ## Findings/,
+      /⤷ fold of mark 1: \d+ surface nodes \(seq \d+\.\.\d+\) replaced by a \d+-char report \(with its frame and recall's hint line: \d+ chars in all\); the model reads from now on:\n {4}│ \[Checkpoint 1 — find why node src\/main\.js greets the wrong person\] A report extracted from that investigation's steps;[^\n]*\n {4}│\s*\n {4}│ ## Findings/,
       /← rewind: Checkpoint 1 folded: the \d+ messages of its investigation \(\d+ chars\) are replaced by a report extracted from them, above \(\d+ chars\)\./,
       /→ recall \{"fold":"latest","query":"displayName","around":0\}/,
       /← recall: \d+ lines: \d+ lines? in fold 1 match displayName:/,

@@ -12,6 +12,7 @@
  * hint line after the report is named, not counted in.
  */
 
+import { splitReportFrame } from '../plugin/fold/words.js'
 import { splitRecallHint } from '../plugin/recall/hint.js'
 import { visibleChars } from '../plugin/shared/meter.js'
 import { compactionBackend } from './session-log.mjs'
@@ -149,13 +150,16 @@ export class Transcript {
         const text = textOf(d.content)
         const seqs = (e.sourceEventSeqs ?? []).filter((/** @type {number} */ s) => typeof s === 'number')
         if (source.kind === 'plugin' && source.plugin === 'rewind' && e.surfaceOp?.op === 'replace') {
-          // The report's size is the rewind result's figure; the message may also end with
-          // recall's hint line, which the producer appends after the report.
-          const { body, hint } = splitRecallHint(text)
+          // The report's size is the rewind result's figure: the report as its writer wrote it.
+          // The message also holds the frame the plugin writes above it (round 4) and, with the
+          // recall row, recall's hint line below it; those are named, with the message's total.
+          const { head, body: framed } = splitReportFrame(text)
+          const { body, hint } = splitRecallHint(framed)
           const fold = { kind: /** @type {const} */ ('fold'), markId: source.markId, replaced: seqs.length, seqs: /** @type {[number, number]} */ ([e.surfaceOp.start, e.surfaceOp.end]), reportChars: body.length, report: text }
           this.folds.push(fold)
-          const withHint = hint ? ` (and recall's hint line: ${text.length} chars in all)` : ''
-          return [`  ⤷ fold of mark ${fold.markId}: ${fold.replaced} surface nodes (seq ${fold.seqs[0]}..${fold.seqs[1]}) replaced by a ${fold.reportChars}-char report${withHint}; the model reads from now on:`, ...this.quote(text)]
+          const around = [head && 'its frame', hint && "recall's hint line"].filter(Boolean).join(' and ')
+          const rest = around ? ` (with ${around}: ${text.length} chars in all)` : ''
+          return [`  ⤷ fold of mark ${fold.markId}: ${fold.replaced} surface nodes (seq ${fold.seqs[0]}..${fold.seqs[1]}) replaced by a ${fold.reportChars}-char report${rest}; the model reads from now on:`, ...this.quote(text)]
         }
         const ptc = source.blockPtc ?? d.blockPtc
         if (e.surfaceOp?.op === 'replace' && ptc) {

@@ -66,7 +66,7 @@ impl SessionMirror {
     }
 
     /// Describes the next events of the log: `words[0..length]` (all of `words` when `length` is
-    /// absent) holds one record after another (format: `crates/fold-core/src/mirror.rs`). A record
+    /// absent) holds one record after another (format: `crates/fold-core/src/mirror/mod.rs`). A record
     /// out of step throws `INVALID_ARGUMENT` and leaves the mirror broken until rebuilt.
     #[napi]
     pub fn push(&mut self, env: &Env, words: &[u32], length: Option<u32>) -> Result<()> {

@@ -146,3 +146,28 @@ describe('the policy reads off the mirror and the overlay what the oracle descri
     assert.deepEqual(differences, [])
   })
 })
+
+describe('the policy reads nothing but the mirror', () => {
+  const params = { trigger: 'manual', totalTokens: 100, thresholdTokens: 0, retainTokens: 0, maxSummaryTokens: 8192, pasteChars: 4000 }
+  const overlay = { anchors: new Uint32Array(0), facts: new Uint32Array(0), ours: new Uint32Array(0), notes: new Uint32Array(0) }
+  /** @param {() => unknown} f @param {RegExp} says */
+  const refused = (f, says) =>
+    assert.throws(f, (/** @type {any} */ e) => {
+      assert.equal(e.code, 'INVALID_ARGUMENT')
+      assert.match(e.message, says)
+      return true
+    })
+
+  it('a snapshot (any Uint32Array) is refused, naming the mirror', () => {
+    // What compaction's snapshot format once carried: version 4, one event, no nodes, no sets.
+    const words = Uint32Array.from([4, 1, 0, 0, 0, 0])
+    refused(() => addon.planCompaction(words, params, overlay), /SessionMirror/)
+    refused(() => addon.planCompactionRange(words, params, 0, 0, overlay), /SessionMirror/)
+  })
+
+  it('the mirror without its overlay is refused, naming the overlay', () => {
+    const mirror = new addon.SessionMirror()
+    refused(() => addon.planCompaction(mirror, params), /overlay must be \{anchors, facts, ours, notes\}/)
+    refused(() => addon.planCompaction(mirror, params, { ...overlay, ours: [] }), /overlay\.ours must be a Uint32Array/)
+  })
+})

@@ -2,7 +2,7 @@
 /**
  * @module __test__/helpers/mirror-records
  * Session mirrors written by hand in the mirror's own record format (the load format of
- * `crates/fold-core/src/mirror/record.rs`): the addon's tests of the planners' rules on surfaces a
+ * `crates/fold-core/src/mirror/mod.rs`): the addon's tests of the planners' rules on surfaces a
  * DSH session rarely makes (seqs out of model order, orphans, replacements citing lower seqs, a
  * log of billions of events), and hosts of a fold over a fixed surface. A real session's mirror is
  * `plugin/shared/mirror.js`'s; this one states each node's facts directly.

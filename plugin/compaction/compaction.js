@@ -25,7 +25,7 @@
  *   keys; provider context overflow (`agent/request-error`, `CONTEXT_WINDOW_EXCEEDED`) retried
  *   after a reduction, at most `maxOverflowRetries` times per idle period.
  *
- * What is new is the policy (`crates/fold-core/src/compaction.rs`, through the addon's
+ * What is new is the policy (`crates/fold-core/src/compaction/mod.rs`, through the addon's
  * `planCompaction` on the session's mirror, with what the mirror does not keep beside it:
  * overlay.js): where the range ends and what the summary carries; `summary.js` writes it.
  */

@@ -3,7 +3,7 @@
  * What the compaction policy needs beside the session mirror (`plugin/shared/mirror.js`, which
  * describes the surface for every planner but keeps nothing of this backend's own): the
  * overlay `planCompaction(mirror, params, overlay)` reads (`CompactionOverlay`, rules in
- * `crates/fold-core/src/compaction.rs`, rule 6).
+ * `crates/fold-core/src/compaction/mod.rs`, rule 6).
  *
  * - `anchors`: the active checkpoint marks' log lengths (the caller's, from the checkpoint row).
  * - `facts`: per surface node, 1 + the fact chars of the work messages whose report facts were

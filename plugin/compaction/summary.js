@@ -1,7 +1,7 @@
 /**
  * @module plugin/compaction/summary
  * Writes a compaction's summary from the policy's plan (`planCompaction`, rules in
- * `crates/fold-core/src/compaction.rs`): each item in range order — a user message word for
+ * `crates/fold-core/src/compaction/mod.rs`): each item in range order — a user message word for
  * word (a long paste cut to its head and tail, the middle left to recall), a rewind report, a
  * block summary or an earlier compaction summary as written, a run of tool work as the addon's
  * extractive report within the plan's budget, or a one-line pointer where the plan ran out of

@@ -7,7 +7,7 @@
  * a crash inside the bracket: nobody is left to close it). A stale start does not block.
  *
  * One rule, and one reader: the session mirror. It applies the rule to each event it is fed
- * (crates/fold-core/src/mirror.rs, by the event's log class), and a mirror rebuilt from a
+ * (crates/fold-core/src/mirror/mod.rs, by the event's log class), and a mirror rebuilt from a
  * session learns the lock by folding the log through `compactionLock` (plugin/shared/mirror.js,
  * its log index). Every producer asks the mirror (`liveCompaction` in plugin/shared/mirror.js):
  * the rewind (before it folds and at its commit), the compaction backend, and block mode (a

@@ -1,7 +1,7 @@
 /**
  * @module plugin/shared/mirror
  * The session mirror's JS half: each DSH session has one `SessionMirror` in the addon
- * (`crates/fold-core/src/mirror.rs`), which every planner reads — rewind's region, block mode's
+ * (`crates/fold-core/src/mirror/mod.rs`), which every planner reads — rewind's region, block mode's
  * plan, recall's listing — instead of a snapshot sent at each call.
  *
  * - **Fed once per event.** `mountMirror(ctx)` puts one `session/event` listener on the host

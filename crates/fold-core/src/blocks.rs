@@ -207,6 +207,10 @@ fn attributed(surface: &BlockSurface, i: usize) -> Option<u32> {
 /// Plans a summary of `targets` requested at log length `request_seq`, on `surface`;
 /// `rewind_running` says whether a rewind holds the session's lock.
 ///
+/// One function on purpose (~190 lines): its body is the module docs' steps 1–8 in their order,
+/// numbered there, sharing one pass's attribution (which sets hit a target) and the range as it
+/// grows; the first failing step answers, so each step reads as a guard on the same state.
+///
 /// # Errors
 /// `INVALID_ARGUMENT` (bad targets, `request_seq` past the log), `UNKNOWN_BLOCK`, `PROTECTED`,
 /// `STALE`, as the module docs say. Nothing is changed by any outcome: the host commits.

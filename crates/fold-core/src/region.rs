@@ -1,6 +1,6 @@
 //! Which surface nodes a fold replaces: the fold's rules, all of them, in this file.
 //!
-//! Given a surface snapshot (nodes in model order) and a mark's anchor (the log length when the
+//! Given a surface (nodes in model order: the session mirror's window, [`Surface`]) and a mark's anchor (the log length when the
 //! mark was taken), the region is the contiguous run of surface positions `[start, end)`:
 //!
 //! 1. **Start** at the first position whose node's *origin* is >= the anchor. Never `seq >=
@@ -67,6 +67,10 @@ impl Region {
 }
 
 /// Selects the region to fold for a mark taken at log length `anchor`.
+///
+/// One function on purpose (~90 lines): its body is the module docs' rules 1–6 in their order,
+/// numbered there, each narrowing the same `[start, end)`; split, every step would take and
+/// return the pair and the surface, and the fixed point of rule 5 would read across functions.
 ///
 /// # Errors
 /// `EMPTY_REGION` or `UNBALANCED` as described in the module docs.

@@ -1,4 +1,4 @@
-//! The compaction policy's rules (crates/fold-core/src/compaction.rs), one behaviour per test, on
+//! The compaction policy's rules (crates/fold-core/src/compaction/mod.rs), one behaviour per test, on
 //! surfaces built step by step as an agent loop appends them.
 
 use fold_core::compaction::{
