@@ -182,7 +182,9 @@ describe('dsh-fold end to end: packed tarballs in a real headless DSH host', { s
 
     // The addon the host loaded is the platform package's binary inside the temp profile.
     assert.ok(natives.length > 0, 'the host mapped no .node file')
-    const ours = natives.filter((f) => f.includes('dsh-fold'))
+    // Ours by file name (dsh-fold.<platform>.node): a path may hold 'dsh-fold' anywhere, as npm
+    // test's private TMPDIR (dsh-fold-npm-test-*) does for the host's own natives it extracts there.
+    const ours = natives.filter((f) => /^dsh-fold\.[^/]+\.node$/.test(path.basename(f)))
     assert.deepEqual(ours, [path.join(r.profileDir, 'node_modules', 'dsh-fold-linux-x64-gnu', 'dsh-fold.linux-x64-gnu.node')], `mapped: ${natives.join(', ')}`)
     // (The host's own natives, e.g. node-pty, come from the pinned host install in .e2e-cache.)
     const fromRepo = natives.filter((f) => f.startsWith(REPO + path.sep) && !f.startsWith(path.join(REPO, '.e2e-cache') + path.sep))
