@@ -77,8 +77,16 @@ function run(cmd, args, env) {
   }
 }
 
-/** What may stay in the private TMPDIR: npm's compile cache (npm >= 11 on Node >= 22 keeps it there). */
-const NOT_A_LEAK = new Set(['node-compile-cache'])
+/**
+ * What may stay in the private TMPDIR, which goes with the run: npm's compile cache (npm >= 11 on
+ * Node >= 22 keeps it there), and the DSH host's own temp folders, which every `dsh` process
+ * makes in TMPDIR and DSH 0.1.0-rc.8 never removes: dsh-spill-local's spill folder,
+ * dsh-subprocess-local's output spill folder, and the native-module cache of the loader
+ * cordis-plugin-loader uses (node-addon-native-custom-loader). The real hosts the suites boot
+ * (in-process and as children) make them; they are DSH's, not dsh-fold's (`dsh-fold try` gives
+ * its host a TMPDIR of its own and removes it). Anything else is a leak.
+ */
+const NOT_A_LEAK = [/^node-compile-cache$/, /^dsh-spill-/, /^dsh-subprocess-/, /^node-addon-native-custom-loader-/]
 const runTmp = mkdtempSync(path.join(tmpdir(), 'dsh-fold-npm-test-'))
 // Traversable by every user as the system's is (tests that drop to user nobody read files in
 // it); writable by this user only.
@@ -87,7 +95,7 @@ process.env.TMPDIR = runTmp
 /** What the run's steps left in their TMPDIR: each entry, with its first file for a hint. */
 function leftInTmp() {
   return readdirSync(runTmp)
-    .filter((name) => !NOT_A_LEAK.has(name))
+    .filter((name) => !NOT_A_LEAK.some((pattern) => pattern.test(name)))
     .sort()
     .map((name) => {
       const inside = statSync(path.join(runTmp, name)).isDirectory() ? readdirSync(path.join(runTmp, name), { recursive: true }).map(String) : []

@@ -66,7 +66,11 @@ describe('block mode in the web UI, in a real browser', { skip }, () => {
   test('choose Block PTC, run a block: the Code row, nested sub-calls, the summary node where the block was', { timeout: 300_000 }, async (t) => {
     const t0 = performance.now()
     const { isTitleRequest, startModelServer } = await import('../e2e/harness/model-server.mjs')
+    // The screenshots and the agent's workspace go with the suite's other temp folders (after());
+    // DSH_FOLD_KEEP_SCREENSHOTS=1 keeps them to look at, DSH_FOLD_UPDATE_SCREENSHOT=1 copies the
+    // settled one into docs/.
     const shots = mkdtempSync(path.join(tmpdir(), 'dsh-fold-browser-'))
+    if (!process.env.DSH_FOLD_KEEP_SCREENSHOTS) temps.push(shots)
     const cwd = path.join(shots, 'work')
     mkdirSync(cwd)
     const notes = path.join(cwd, 'notes.txt')
@@ -191,7 +195,7 @@ describe('block mode in the web UI, in a real browser', { skip }, () => {
 
     const shot = path.join(shots, 'block-mode-web.png')
     await page.screenshot({ path: shot })
-    console.log(`[browser] screenshots: ${shot} (settled), ${live} (live)`)
+    console.log(`[browser] screenshots: ${shot} (settled), ${live} (live)${process.env.DSH_FOLD_KEEP_SCREENSHOTS ? '' : '; removed after the suite (DSH_FOLD_KEEP_SCREENSHOTS=1 keeps them)'}`)
     t.diagnostic(`screenshot: ${shot}`)
     if (process.env.DSH_FOLD_UPDATE_SCREENSHOT) copyFileSync(shot, path.join(ROOT, 'docs', 'block-mode-web.png'))
 
