@@ -6,8 +6,9 @@
  * 1. `fold`: the user asks for an investigation; the model checkpoints, probes twice, rewinds
  *    (the report lands, but the store's folder is swapped for a file right then, so the durable
  *    stamp fails: the mark still reads active, as after a crash between commit and stamp), then
- *    goes on with two more probes and answers. The store stays unwritable until `heal`, so
- *    nothing before it can finish the stamp;
+ *    goes on with two more probes and answers. The phase ends once the rewind plugin has logged
+ *    that the stamp's last try failed (until then the mark reads folded in memory). The store
+ *    stays unwritable until `heal`, so nothing before it can finish the stamp;
  * 2. `compact`: `/compact` with the profile's backend (dsh-fold's or compaction-basic) replaces
  *    the history, the rewind report with it;
  * 3. `heal`: the store's folder is back (the stamp can be written from now on);
@@ -91,6 +92,38 @@ export async function agentFor(root, events) {
   return agent
 }
 
+/** How long the fold phase waits for the lost stamp's warning. */
+const STAMP_WAIT_MS = 20_000
+
+/**
+ * Resolves when the rewind plugin logs that mark 1 could not be stamped folded (the stamp's last
+ * try failed); rejects after `STAMP_WAIT_MS` without it.
+ * @param {any} root
+ */
+function stampLost(root) {
+  /** @type {() => void} */
+  let stop = () => {}
+  const settled = new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no warning that mark 1's stamp failed within ${STAMP_WAIT_MS} ms`)), STAMP_WAIT_MS)
+    const dispose = root.logger.exporter({
+      colors: 0,
+      // Warnings are level 2; an exporter takes level 1 (info and errors) unless told.
+      levels: { default: 2 },
+      export: (/** @type {any} */ message) => {
+        if (message.type === 'warn' && message.args.some((/** @type {unknown} */ a) => /mark 1 could not be stamped folded/.test(String(a)))) {
+          stop()
+          resolve(undefined)
+        }
+      },
+    })
+    stop = () => {
+      clearTimeout(timer)
+      dispose()
+    }
+  })
+  return { settled, stop: () => stop() }
+}
+
 /**
  * Runs one phase.
  * @param {'fold' | 'compact' | 'heal' | 'rewind' | 'later'} name
@@ -108,10 +141,16 @@ export async function phase(name, { root, agent, store }) {
         writeFileSync(dir, 'not a folder')
       }
     })
+    // The stamp is written off the fold's path and retried; until its last try fails the mark
+    // reads folded in memory. The phase ends when the rewind plugin logs that failure, so what
+    // comes next (a restart's facts, the compaction) meets a stamp that is lost, not in flight.
+    const lost = stampLost(root)
     try {
       await prompt(agent, REQUEST)
+      await lost.settled
     } finally {
       off()
+      lost.stop()
     }
     return undefined
   }
