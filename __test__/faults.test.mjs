@@ -205,7 +205,7 @@ describe('a panic in the stamp, which runs after the fold settled', () => {
         const errors = []
         process.env.DSH_FOLD_TEST_FAULTS = 'panic:' + place
         const result = await fold.rewind(checkpoint(), 's', host, { onStampError: (e) => errors.push(e) })
-        for (let i = 0; i < 50 && errors.length === 0; i++) await new Promise((r) => setTimeout(r, 10))
+        for (let i = 0; i < 1000 && errors.length === 0; i++) await new Promise((r) => setTimeout(r, 10))
         process.env.DSH_FOLD_TEST_FAULTS = ''
         out[place] = { reportChars: result.reportChars, errors: errors.map((e) => ({ code: e.code, name: e.name, message: e.message })) }
         out[place].next = await codeOf(() => fold.rewind(store, 's', host))

@@ -33,6 +33,7 @@ import {
   say,
   tempStore,
 } from './helpers/dsh.mjs'
+import { stampFailure } from './helpers/stamp.mjs'
 
 // ---- fixtures -------------------------------------------------------------------------------
 
@@ -458,10 +459,13 @@ describe('a full fold', () => {
         writeFileSync(dir, 'not a folder')
       }
     })
+    const lost = stampFailure(root, 1)
     let result
     try {
       result = await root.tools.execute({ callId: CallId('c2'), name: 'rewind', arguments: {}, signal: new AbortController().signal, agent })
+      await lost.failed
     } finally {
+      lost.stop()
       off()
       if (existsSync(`${dir}.away`)) {
         rmSync(dir)
@@ -1293,7 +1297,9 @@ describe("token truth (DSH's TokenMeter mounted)", () => {
       }),
     )
     const agent = await agentOf(root, 'metered')
+    const lost = breakStamp ? stampFailure(root, 1) : undefined
     await runTurn(agent, 'Investigate.')
+    await lost?.failed
     return { root, model, agent, session: agent.session, fold, dir }
   }
 

@@ -28,6 +28,7 @@ import { SessionId, adoptSessionEvent, interruptedTurnClosers } from '@deepseek-
 import Checkpoint from '../../plugin/fold/checkpoint.js'
 import Rewind from '../../plugin/fold/rewind.js'
 import { isRewindReportSource } from '../../plugin/shared/session.js'
+import { stampFailure } from '../helpers/stamp.mjs'
 import { PressureModel, agentOn, bootHost, probe, prompt, textOf } from './harness.mjs'
 
 export const REQUEST = 'Find why the parser drops the last token.'
@@ -92,38 +93,6 @@ export async function agentFor(root, events) {
   return agent
 }
 
-/** How long the fold phase waits for the lost stamp's warning. */
-const STAMP_WAIT_MS = 20_000
-
-/**
- * Resolves when the rewind plugin logs that mark 1 could not be stamped folded (the stamp's last
- * try failed); rejects after `STAMP_WAIT_MS` without it.
- * @param {any} root
- */
-function stampLost(root) {
-  /** @type {() => void} */
-  let stop = () => {}
-  const settled = new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no warning that mark 1's stamp failed within ${STAMP_WAIT_MS} ms`)), STAMP_WAIT_MS)
-    const dispose = root.logger.exporter({
-      colors: 0,
-      // Warnings are level 2; an exporter takes level 1 (info and errors) unless told.
-      levels: { default: 2 },
-      export: (/** @type {any} */ message) => {
-        if (message.type === 'warn' && message.args.some((/** @type {unknown} */ a) => /mark 1 could not be stamped folded/.test(String(a)))) {
-          stop()
-          resolve(undefined)
-        }
-      },
-    })
-    stop = () => {
-      clearTimeout(timer)
-      dispose()
-    }
-  })
-  return { settled, stop: () => stop() }
-}
-
 /**
  * Runs one phase.
  * @param {'fold' | 'compact' | 'heal' | 'rewind' | 'later'} name
@@ -144,10 +113,10 @@ export async function phase(name, { root, agent, store }) {
     // The stamp is written off the fold's path and retried; until its last try fails the mark
     // reads folded in memory. The phase ends when the rewind plugin logs that failure, so what
     // comes next (a restart's facts, the compaction) meets a stamp that is lost, not in flight.
-    const lost = stampLost(root)
+    const lost = stampFailure(root, 1)
     try {
       await prompt(agent, REQUEST)
-      await lost.settled
+      await lost.failed
     } finally {
       off()
       lost.stop()
