@@ -414,14 +414,14 @@ describe('absurd session mirrors', () => {
   })
 
   it('a claimed event count of 2^32-1 costs nothing (no allocation proportional to it)', () => {
+    // Memory, not time, is what a count-sized allocation would show (no timing is asserted): one
+    // byte per claimed event is 4 GiB, twenty loads far more.
     const rss = process.memoryUsage().rss
-    const started = performance.now()
     for (let i = 0; i < 20; i++) {
       const { mirror } = surfaceOf([user(4e9, 5), assistant(4e9 + 1, 1, 50), result(4e9 + 2, 4e9 + 1, 500)], { events: NONE - 1 })
       assert.equal(fold.selectRegion(mirror, 4e9 + 1).foldedNodes, 2)
     }
     tried += 20
-    assert.ok(performance.now() - started < 2000, 'loading took seconds')
     assert.ok(process.memoryUsage().rss - rss < 256 << 20, 'loading took hundreds of MB')
   })
 
