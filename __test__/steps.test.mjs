@@ -11,6 +11,7 @@ import path from 'node:path'
 import { after, describe, it } from 'node:test'
 import { pathToFileURL } from 'node:url'
 
+import { running } from '../bin/durable.mjs'
 import { killGroup } from '../bin/host/launch.mjs'
 import { tempDir } from './helpers/tmp.mjs'
 
@@ -79,16 +80,6 @@ async function until(check, what) {
   assert.ok(check(), `still waiting for ${what}`)
 }
 
-/** Whether the process `pid` is still there. @param {number} pid */
-function alive(pid) {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
-
 describe("npm test's steps, stopped by a signal", () => {
   for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM', 'SIGHUP'])) {
     it(`${signal} to the run: the step gets ${signal} and shuts down, its leftover grandchild is killed, the TMPDIR is removed, the run ends by ${signal}`, async () => {
@@ -105,7 +96,7 @@ describe("npm test's steps, stopped by a signal", () => {
       assert.match(stderr, new RegExp(`the driver: ${signal}: stopping \``))
       assert.equal(existsSync(path.join(dir, 'run-tmp')), false, 'the TMPDIR is still there')
       assert.equal(existsSync(path.join(dir, 'after-step')), false, 'the run went on after a stopped step')
-      await until(() => !alive(grandchild), 'the grandchild to be killed')
+      await until(() => !running(grandchild), 'the grandchild to be killed')
     })
   }
 
@@ -118,7 +109,7 @@ describe("npm test's steps, stopped by a signal", () => {
     drivers.delete(/** @type {number} */ (child.pid))
     assert.equal(signal, 'SIGTERM', stderr)
     assert.equal(existsSync(path.join(dir, 'run-tmp')), false)
-    await until(() => !alive(grandchild), 'the grandchild to be killed')
+    await until(() => !running(grandchild), 'the grandchild to be killed')
   })
 
   it('a second signal while the step is stopping kills it at once', async () => {
@@ -144,7 +135,7 @@ describe("npm test's steps, ending on their own", () => {
     assert.ok(existsSync(path.join(dir, 'after-step')), 'the run stopped after a step that passed')
     assert.match(stderr, /the driver: `.*` left processes running in its group; killing them/s)
     const grandchild = Number(readFileSync(path.join(dir, 'grandchild.pid'), 'utf8'))
-    await until(() => !alive(grandchild), 'the grandchild to be killed')
+    await until(() => !running(grandchild), 'the grandchild to be killed')
     assert.equal(existsSync(path.join(dir, 'run-tmp')), false)
   })
 

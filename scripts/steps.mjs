@@ -18,6 +18,7 @@
 import { spawn } from 'node:child_process'
 import { constants } from 'node:os'
 
+import { running } from '../bin/durable.mjs'
 import { killGroup, stopGroup } from '../bin/host/launch.mjs'
 
 /**
@@ -26,16 +27,6 @@ import { killGroup, stopGroup } from '../bin/host/launch.mjs'
  * files; 30 s leaves room for that on a loaded machine.
  */
 export const STEP_GRACE_MS = 30_000
-
-/** Whether any process of the group `pid` is still there. @param {number} pid */
-function groupAlive(pid) {
-  try {
-    process.kill(-pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
 
 /** The signals that stop a run. */
 const STOPPING = /** @type {const} */ (['SIGINT', 'SIGTERM', 'SIGHUP'])
@@ -101,11 +92,12 @@ export function stepRunner({ cwd, onStop, graceMs = STEP_GRACE_MS, name = 'npm t
     // after this step runs.
     if (stopping !== null) return new Promise(() => {})
     current = null
-    // The step's leader is gone; so must be anything it left running in its group. A process
-    // that was exiting with it gets a moment to be gone before it is named.
-    if (child.pid !== undefined && groupAlive(child.pid)) {
+    // The step's leader is gone; so must be anything it left running in its group (`-pid`: the
+    // group's processes). A process that was exiting with it gets a moment to be gone before it
+    // is named.
+    if (child.pid !== undefined && running(-child.pid)) {
       await new Promise((resolve) => setTimeout(resolve, 200))
-      if (groupAlive(child.pid)) {
+      if (running(-child.pid)) {
         console.error(`${name}: \`${label}\` left processes running in its group; killing them`)
         killGroup(child.pid, 'SIGKILL')
       }
